@@ -1,0 +1,104 @@
+"""Read and write N-best lists of real toolkits; ``fmt="auto"`` detects the format."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Callable
+
+from ..errors import NBestFormatError
+from ..types import NBest
+from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
+from .common import read_text
+from .refs import attach_refs, read_refs
+
+READERS: dict[str, Callable[..., NBest]] = {
+    "espnet2": espnet.read_espnet2,
+    "espnet1": espnet.read_espnet1,
+    "fairseq": fairseq.read,
+    "moses": moses.read,
+    "marian": moses.read,
+    "sockeye": jsonformats.read_sockeye,
+    "nemo": nemo.read,
+    "kaldi": kaldi.read,
+    "mlm-scoring": jsonformats.read_mlm_scoring,
+    "jsonl": jsonformats.read_jsonl,
+}
+WRITERS: dict[str, Callable[..., None]] = {
+    "espnet2": espnet.write_espnet2,
+    "espnet1": espnet.write_espnet1,
+    "fairseq": fairseq.write,
+    "moses": moses.write,
+    "marian": functools.partial(moses.write, style="marian"),
+    "sockeye": jsonformats.write_sockeye,
+    "nemo": nemo.write,
+    "kaldi": kaldi.write,
+    "mlm-scoring": jsonformats.write_mlm_scoring,
+    "jsonl": jsonformats.write_jsonl,
+}
+FORMATS = tuple(READERS)
+MT_FORMATS = frozenset({"fairseq", "moses", "marian", "sockeye"})
+
+
+def detect_format(path: str | Path) -> str:
+    """Guess the format of ``path`` from its layout and first lines."""
+    path = Path(path)
+    if path.is_dir():
+        if espnet.is_espnet2_dir(path):
+            return "espnet2"
+        if kaldi.is_kaldi_dir(path):
+            return "kaldi"
+        raise NBestFormatError(path, None, "unknown N-best directory layout (expected <n>best_recog/ or words_text)")
+    lines = read_text(path).splitlines()[:200]
+    first = next((line for line in lines if line.strip()), "")
+    if first.lstrip().startswith("{"):
+        head = first.strip()
+        try:
+            obj = json.loads(head)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and "hyps" in obj:
+            return "jsonl"
+        if isinstance(obj, dict) and ("translation" in obj or "translations" in obj):
+            return "sockeye"
+        doc = json.loads(read_text(path)) if obj is None or head == "{" else obj
+        if isinstance(doc, dict) and "utts" in doc:
+            return "espnet1"
+        if isinstance(doc, dict) and all(isinstance(v, dict) and any(k.startswith("hyp_") for k in v) for v in doc.values()):
+            return "mlm-scoring"
+    elif moses.looks_like(lines):
+        return "marian" if "F0=" in first else "moses"
+    elif fairseq.looks_like(lines):
+        return "fairseq"
+    elif nemo.looks_like(lines):
+        return "nemo"
+    raise NBestFormatError(path, 1, f"unknown N-best format (known: {', '.join(FORMATS)})", first)
+
+
+def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = None,
+               refs_fmt: str = "auto", **options) -> NBest:
+    """Read an N-best list, and attach references from ``refs`` (.trn, Kaldi text, manifest or lines)."""
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt not in READERS:
+        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+    if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
+        options["manifest"] = refs
+    try:
+        nbest = READERS[fmt](path, **options)
+    except json.JSONDecodeError as err:
+        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})") from None
+    if refs is not None:
+        nbest = attach_refs(nbest, refs, refs_fmt)
+    return nbest
+
+
+def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, **options) -> None:
+    """Write ``nbest`` in ``fmt`` (default: the format it was read from), atomically."""
+    fmt = fmt or nbest.fmt
+    if fmt not in WRITERS:
+        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+    WRITERS[fmt](nbest, path, **options)
+
+
+__all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "read_nbest", "read_refs", "write_nbest"]

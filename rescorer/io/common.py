@@ -1,0 +1,133 @@
+"""Shared pieces of every reader and writer: strict decoding, score parsing, atomic output."""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import NBestFormatError
+from ..types import Hypothesis
+
+_NUMBER = re.compile(
+    r"\s*(?:tensor\()?\s*([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan))"
+    r"\s*(?:,[^)]*)?\)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NBestFormatError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise NBestFormatError(path, None, "expected a file, found a directory") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise NBestFormatError(path, line, "not valid UTF-8", data[err.start : err.start + 8]) from None
+    if not text.strip():
+        raise NBestFormatError(path, None, "file is empty")
+    return text.lstrip("\ufeff")
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """The file's lines without their newlines (a final newline adds no empty line)."""
+    return read_text(path).splitlines()
+
+
+def parse_score(value: str, path: str | os.PathLike, line: int | None, column: str = "score") -> float:
+    """A finite float (or -inf) from ``value``; accepts torch's ``tensor(x, device=...)`` repr."""
+    match = _NUMBER.match(value)
+    if not match:
+        raise NBestFormatError(path, line, f"{column} is not a number", value)
+    number = float(match.group(1))
+    if math.isnan(number) or number == math.inf:
+        raise NBestFormatError(path, line, f"{column} is {number}", value)
+    return number
+
+
+def format_number(value: float) -> str:
+    """Shortest text that reads back to exactly ``value``."""
+    return repr(float(value))
+
+
+def main_column(hyp: Hypothesis) -> str | None:
+    """The column a single-score format writes: ``score`` if present, else the first."""
+    return "score" if "score" in hyp.scores else next(iter(hyp.scores), None)
+
+
+def native_value(hyp: Hypothesis, column: str | None, from_log: Callable[[float], float] = float) -> str:
+    """The column's value as the file writes it: the raw text if kept, else ``from_log(score)``."""
+    if column is None:
+        return "0.0"
+    raw = hyp.raw.get(column)
+    return raw if raw is not None else format_number(from_log(hyp.scores[column]))
+
+
+def line_of(text: str, needle: str, start: int = 0) -> int | None:
+    """1-based line of the first ``needle`` in ``text`` at or after ``start``."""
+    at = text.find(needle, start)
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory beside ``path``; it replaces ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            path.rename(old)
+            tmp.rename(path)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def require_ranks(ranks: list[int], path: str | os.PathLike, line: int | None, utt_id: str) -> None:
+    """Ranks of one utterance must be 1..n, each once."""
+    seen: set[int] = set()
+    for rank in ranks:
+        if rank in seen:
+            raise NBestFormatError(path, line, f"duplicate rank {rank} for utterance", utt_id)
+        seen.add(rank)
+    missing = sorted(set(range(1, len(ranks) + 1)) - seen)
+    if missing:
+        raise NBestFormatError(path, line, f"missing rank {missing[0]} for utterance", utt_id)

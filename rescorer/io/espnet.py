@@ -1,0 +1,217 @@
+"""ESPnet2 ``{n}best_recog`` directories and ESPnet1 ``data.json`` (formats-reference §1–2)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..errors import NBestFormatError
+from ..types import Hypothesis, NBest, Utterance
+from .common import atomic_dir, format_number, line_of, main_column, native_value, parse_score, read_lines, read_text, require_ranks, write_text
+
+_RANK_DIR = re.compile(r"^(\d+)best_recog$")
+_TARGET = re.compile(r"^target1\[(\d+)\]$")
+
+
+# ---------------------------------------------------------------- ESPnet2
+def is_espnet2_dir(path: Path) -> bool:
+    return path.is_dir() and bool(_job_roots(path))
+
+
+def _job_roots(path: Path) -> list[Path]:
+    if any(_RANK_DIR.match(p.name) for p in path.iterdir() if p.is_dir()):
+        return [path]
+    jobs = sorted(path.glob("logdir/output.*"), key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+    return [job for job in jobs if job.is_dir() and any(_RANK_DIR.match(p.name) for p in job.iterdir())]
+
+
+def _read_kv(path: Path, required_value: bool) -> dict[str, tuple[str, int]]:
+    """``key value`` lines → {key: (value, line)}; a duplicate key is an error."""
+    out: dict[str, tuple[str, int]] = {}
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            raise NBestFormatError(path, number, "blank line")
+        key, _, value = line.partition(" ")
+        if required_value and not value.strip():
+            raise NBestFormatError(path, number, "truncated line (no value after the utterance id)", line)
+        if key in out:
+            raise NBestFormatError(path, number, "duplicate utterance id (duplicate rank)", key)
+        out[key] = (value, number)
+    return out
+
+
+def _rank_dirs(root: Path) -> list[Path]:
+    found = {int(m.group(1)): p for p in root.iterdir() if p.is_dir() and (m := _RANK_DIR.match(p.name))}
+    ranks = sorted(found)
+    for expected, rank in enumerate(ranks, 1):
+        if rank != expected:
+            raise NBestFormatError(root / f"{expected}best_recog", None, "missing rank directory", f"{expected}best_recog")
+    return [found[r] for r in ranks]
+
+
+def read_espnet2(path: str | Path) -> NBest:
+    """Read an ESPnet2 decode directory (or one ``logdir/output.N`` job of it)."""
+    path = Path(path)
+    roots = _job_roots(path) if path.is_dir() else []
+    if not roots:
+        raise NBestFormatError(path, None, "no '<n>best_recog' directories found")
+    utterances: list[Utterance] = []
+    for root in roots:
+        utterances.extend(_read_job(root))
+    ids = [u.id for u in utterances]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise NBestFormatError(path, None, "utterance id appears in two jobs", dup)
+    return NBest(utterances, fmt="espnet2", source=str(path))
+
+
+def _read_job(root: Path) -> list[Utterance]:
+    per_rank: list[dict[str, Hypothesis]] = []
+    origins: dict[str, str] = {}
+    order: list[str] = []
+    for rank, rank_dir in enumerate(_rank_dirs(root), 1):
+        text_path = rank_dir / "text"
+        texts = _read_kv(text_path, required_value=False)
+        scores = _read_kv(rank_dir / "score", required_value=True)
+        parts = _read_kv(rank_dir / "scores", True) if (rank_dir / "scores").exists() else None
+        tokens = _read_kv(rank_dir / "token", False) if (rank_dir / "token").exists() else None
+        for name, table in (("score", scores), ("scores", parts), ("token", tokens)):
+            if table is None:
+                continue
+            for key, (_, number) in table.items():
+                if key not in texts:
+                    raise NBestFormatError(rank_dir / name, number, "utterance id not in the text file", key)
+            for key, (_, number) in texts.items():
+                if key not in table:
+                    raise NBestFormatError(text_path, number, f"utterance id missing from {name}", key)
+        hyps: dict[str, Hypothesis] = {}
+        for key, (text, number) in texts.items():
+            if rank == 1:
+                order.append(key)
+                origins[key] = f"{text_path}:{number}"
+            elif key not in per_rank[-1]:
+                raise NBestFormatError(text_path, number, f"utterance has rank {rank} but no rank {rank - 1}", key)
+            raw_score, score_line = scores[key]
+            raw = {"score": raw_score.strip()}
+            values = {"score": parse_score(raw_score, rank_dir / "score", score_line)}
+            if parts is not None:
+                raw_parts, parts_line = parts[key]
+                for column, value in _parse_parts(raw_parts, rank_dir / "scores", parts_line).items():
+                    raw[column] = value
+                    values[column] = parse_score(value, rank_dir / "scores", parts_line, column)
+            token = tokens[key][0].strip() if tokens is not None else None
+            hyps[key] = Hypothesis(text=text.strip(), scores=values, raw=raw, tokens=token)
+        per_rank.append(hyps)
+    return [
+        Utterance(id=key, hyps=tuple(r[key] for r in per_rank if key in r), origin=origins[key])
+        for key in order
+    ]
+
+
+def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
+    try:
+        parts = json.loads(value)
+    except json.JSONDecodeError:
+        raise NBestFormatError(path, line, "scores are not a JSON object", value) from None
+    if not isinstance(parts, dict):
+        raise NBestFormatError(path, line, "scores are not a JSON object", value)
+    if "score" in parts:
+        raise NBestFormatError(path, line, "a partial score may not be called 'score'", value)
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parts.items()}
+
+
+def write_espnet2(nbest: NBest, path: str | Path) -> None:
+    """Write ``{n}best_recog/{text,score[,scores][,token]}``; the ``score`` column (or the first) goes to ``score``."""
+    depth = max((len(u.hyps) for u in nbest), default=0)
+    with atomic_dir(path) as tmp:
+        for rank in range(depth):
+            files: dict[str, list[tuple[str, str | None]]] = {"text": [], "score": [], "scores": [], "token": []}
+            for utt in nbest:
+                if rank >= len(utt.hyps):
+                    continue
+                hyp = utt.hyps[rank]
+                main = main_column(hyp)
+                rest = {c: _value(hyp, c) for c in hyp.scores if c != main}
+                files["text"].append((utt.id, hyp.text))
+                files["score"].append((utt.id, _value(hyp, main) if main else "tensor(0.0)"))
+                files["scores"].append((utt.id, json.dumps(rest) if rest else None))
+                files["token"].append((utt.id, hyp.tokens))
+            rank_dir = tmp / f"{rank + 1}best_recog"
+            rank_dir.mkdir()
+            for name, rows in files.items():
+                if all(value is None for _, value in rows):
+                    continue
+                default = "{}" if name == "scores" else ""
+                body = "".join(f"{key} {default if value is None else value}\n" for key, value in rows)
+                (rank_dir / name).write_text(body, encoding="utf-8")
+
+
+def _value(hyp: Hypothesis, column: str) -> str:
+    return hyp.raw[column] if column in hyp.raw else f"tensor({format_number(hyp.scores[column])})"
+
+
+# ---------------------------------------------------------------- ESPnet1
+def read_espnet1(path: str | Path) -> NBest:
+    """Read ESPnet1 ``data.json`` (``{"utts": {id: {"output": [...]}}}``)."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})", text.splitlines()[err.lineno - 1]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("utts"), dict):
+        raise NBestFormatError(path, 1, "expected a JSON object with an 'utts' object", text[:40])
+    utterances = []
+    for utt_id, entry in doc["utts"].items():
+        line = line_of(text, json.dumps(utt_id))
+        outputs = entry.get("output") if isinstance(entry, dict) else None
+        if not isinstance(outputs, list) or not outputs:
+            raise NBestFormatError(path, line, "utterance has no 'output' list", utt_id)
+        if isinstance(outputs[0], list):
+            raise NBestFormatError(path, line, "multi-speaker output (list of lists) is not supported", utt_id)
+        hyps, ranks, ref = [], [], None
+        for out in outputs:
+            if not isinstance(out, dict) or "rec_text" not in out or "score" not in out:
+                raise NBestFormatError(path, line, "output entry lacks 'rec_text' or 'score'", out)
+            match = _TARGET.match(str(out.get("name", "")))
+            if not match:
+                raise NBestFormatError(path, line, "output name is not 'target1[n]'", out.get("name"))
+            ranks.append(int(match.group(1)))
+            raw = json.dumps(out["score"]) if not isinstance(out["score"], str) else out["score"]
+            score = parse_score(raw, path, line)
+            rec = str(out["rec_text"]).replace("<eos>", "").replace("\u2581", " ")
+            values, raws = {"score": score}, {"score": raw}
+            for column, value in (out.get("scores") or {}).items():
+                raws[column] = value if isinstance(value, str) else json.dumps(value)
+                values[column] = parse_score(raws[column], path, line, column)
+            skip = ("name", "rec_text", "score", "scores", "text", "rec_token")
+            meta = {k: json.dumps(v) for k, v in out.items() if k not in skip}
+            hyps.append(Hypothesis(" ".join(rec.split()), values, raws, out.get("rec_token"), meta))
+            ref = out.get("text", ref)
+        require_ranks(ranks, path, line, utt_id)
+        hyps = [h for _, h in sorted(zip(ranks, hyps), key=lambda p: p[0])]
+        meta = {k: json.dumps(v) for k, v in entry.items() if k != "output"}
+        utterances.append(Utterance(utt_id, tuple(hyps), ref, meta, origin=f"{path}:{line}"))
+    return NBest(utterances, fmt="espnet1", source=str(path))
+
+
+def write_espnet1(nbest: NBest, path: str | Path) -> None:
+    """Write ESPnet1 ``data.json`` with ``target1[n]`` entries."""
+    utts = {}
+    for utt in nbest:
+        outputs = []
+        for rank, hyp in enumerate(utt.hyps, 1):
+            main = main_column(hyp)
+            score = float(native_value(hyp, main))
+            out = {"name": f"target1[{rank}]", "rec_text": f"{hyp.text}<eos>", "score": score}
+            extra = {c: float(native_value(hyp, c)) for c in hyp.scores if c != main}
+            if extra:
+                out["scores"] = extra
+            if hyp.tokens is not None:
+                out["rec_token"] = hyp.tokens
+            if utt.ref is not None:
+                out["text"] = utt.ref
+            out.update({k: json.loads(v) for k, v in hyp.meta.items()})
+            outputs.append(out)
+        utts[utt.id] = {"output": outputs, **{k: json.loads(v) for k, v in utt.meta.items()}}
+    write_text(path, json.dumps({"utts": utts}, indent=4, ensure_ascii=False) + "\n")

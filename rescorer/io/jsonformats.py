@@ -1,0 +1,190 @@
+"""JSON-based formats: the canonical JSONL, Sockeye 3 JSON lines, awslabs/mlm-scoring JSON.
+
+Canonical JSONL (ours): one utterance per line,
+``{"id": str, "ref": str|null, "hyps": [{"text": str, "scores": {name: float}, "raw"?: {name: str},
+"tokens"?: str, "meta"?: {str: str}}], "meta"?: {str: str}}``; hypotheses best first,
+scores natural log, higher = better.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import NBestFormatError
+from ..types import Hypothesis, NBest, Utterance
+from .common import line_of, main_column, native_value, parse_score, read_lines, read_text, require_ranks, write_text
+
+_HYP_KEY = re.compile(r"^hyp_(\d+)$")
+
+
+def _json_lines(path: Path) -> list[tuple[int, Any]]:
+    out = []
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, json.loads(line)))
+        except json.JSONDecodeError as err:
+            raise NBestFormatError(path, number, f"invalid JSON ({err.msg})", line) from None
+    return out
+
+
+def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise NBestFormatError(path, line, f"{column} is not a number", value)
+    raw = value if isinstance(value, str) else json.dumps(value)
+    return parse_score(raw, path, line, column), raw
+
+
+def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise NBestFormatError(path, line, f"{what} must be an object of strings", value)
+    return value
+
+
+# ---------------------------------------------------------------- canonical JSONL
+def read_jsonl(path: str | Path) -> NBest:
+    path = Path(path)
+    utterances, seen = [], set()
+    for number, obj in _json_lines(path):
+        if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
+            raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
+        uid = str(obj["id"])
+        if uid in seen:
+            raise NBestFormatError(path, number, "duplicate utterance id", uid)
+        seen.add(uid)
+        hyps = []
+        for h in obj["hyps"]:
+            if not isinstance(h, dict) or not isinstance(h.get("text"), str):
+                raise NBestFormatError(path, number, "hypothesis lacks a 'text' string", h)
+            given = h.get("scores", {})
+            if not isinstance(given, dict):
+                raise NBestFormatError(path, number, "'scores' must be an object", given)
+            scores = {k: _number(v, path, number, k)[0] for k, v in given.items()}
+            raw = _strings(h.get("raw", {}), path, number, "'raw'")
+            meta = _strings(h.get("meta", {}), path, number, "'meta'")
+            hyps.append(Hypothesis(h["text"], scores, raw, h.get("tokens"), meta))
+        ref = obj.get("ref")
+        if ref is not None and not isinstance(ref, str):
+            raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
+        meta = _strings(obj.get("meta", {}), path, number, "'meta'")
+        utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
+    return NBest(utterances, fmt="jsonl", source=str(path))
+
+
+def jsonl_line(utt: Utterance) -> str:
+    hyps = []
+    for h in utt.hyps:
+        item: dict[str, Any] = {"text": h.text, "scores": dict(h.scores)}
+        if h.raw:
+            item["raw"] = dict(h.raw)
+        if h.tokens is not None:
+            item["tokens"] = h.tokens
+        if h.meta:
+            item["meta"] = dict(h.meta)
+        hyps.append(item)
+    obj: dict[str, Any] = {"id": utt.id, "ref": utt.ref, "hyps": hyps}
+    if utt.meta:
+        obj["meta"] = dict(utt.meta)
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def write_jsonl(nbest: NBest, path: str | Path) -> None:
+    write_text(path, "".join(jsonl_line(u) + "\n" for u in nbest))
+
+
+# ---------------------------------------------------------------- Sockeye 3
+def read_sockeye(path: str | Path) -> NBest:
+    """Sockeye ``--output-type json`` n-best: scores are negative log-probs (lower is better) and are negated."""
+    path = Path(path)
+    utterances, factored = [], False
+    for number, obj in _json_lines(path):
+        if not isinstance(obj, dict) or "translation" not in obj and "translations" not in obj:
+            raise NBestFormatError(path, number, "expected a Sockeye object with 'translation(s)'", obj)
+        texts = obj.get("translations", [obj.get("translation")])
+        scores = obj.get("scores", [obj.get("score")])
+        if not isinstance(texts, list) or not isinstance(scores, list) or len(texts) != len(scores):
+            raise NBestFormatError(path, number, "'translations' and 'scores' differ in length", obj)
+        hyps = []
+        for text, score in zip(texts, scores):
+            factors = score if isinstance(score, list) else [score]
+            factored = factored or isinstance(score, list)
+            value, raw = _number(factors[0] if factors else None, path, number, "score")
+            meta = {"factors": json.dumps(factors[1:])} if len(factors) > 1 else {}
+            if not isinstance(text, str):
+                raise NBestFormatError(path, number, "translation is not a string", text)
+            hyps.append(Hypothesis(text, {"score": -value}, {"score": raw}, meta=meta))
+        sid = str(obj.get("sentence_id", number))
+        rest = {k: json.dumps(v) for k, v in obj.items() if k not in ("sentence_id", "translation", "translations", "score", "scores")}
+        utterances.append(Utterance(sid, tuple(hyps), meta=rest, origin=f"{path}:{number}"))
+    return NBest(utterances, fmt="sockeye", meta={"factored": "1" if factored else "0"}, source=str(path))
+
+
+def write_sockeye(nbest: NBest, path: str | Path) -> None:
+    factored = nbest.meta.get("factored") == "1"
+    lines = []
+    for utt in nbest:
+        scores = []
+        for h in utt.hyps:
+            cost = float(native_value(h, main_column(h), lambda v: -v))
+            factors = [cost] + json.loads(h.meta.get("factors", "[]"))
+            scores.append(factors if factored or len(factors) > 1 else cost)
+        obj: dict[str, Any] = {"sentence_id": int(utt.id) if utt.id.isdigit() else utt.id}
+        if utt.hyps:
+            obj["translation"] = utt.hyps[0].text
+            obj["score"] = scores[0]
+        obj["translations"] = [h.text for h in utt.hyps]
+        obj["scores"] = scores
+        obj.update({k: json.loads(v) for k, v in utt.meta.items()})
+        lines.append(json.dumps(obj, ensure_ascii=False))
+    write_text(path, "".join(f"{line}\n" for line in lines))
+
+
+# ---------------------------------------------------------------- awslabs/mlm-scoring
+def read_mlm_scoring(path: str | Path) -> NBest:
+    """``{utt: {"ref": str, "hyp_<k>": {"score", "text"}}}``; utterances in sorted key order, text stripped."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})", text.splitlines()[err.lineno - 1]) from None
+    if not isinstance(doc, dict):
+        raise NBestFormatError(path, 1, "expected a JSON object of utterances", text[:40])
+    utterances = []
+    for uid in sorted(doc):
+        entry = doc[uid]
+        line = line_of(text, json.dumps(uid))
+        if not isinstance(entry, dict):
+            raise NBestFormatError(path, line, "utterance entry is not an object", entry)
+        ranked = []
+        for key, value in entry.items():
+            if key == "ref":
+                continue
+            match = _HYP_KEY.match(key)
+            if not match or not isinstance(value, dict) or not isinstance(value.get("text"), str) or "score" not in value:
+                raise NBestFormatError(path, line_of(text, json.dumps(key), text.find(json.dumps(uid))) or line,
+                                       "expected 'hyp_<k>': {'score', 'text'}", {key: value})
+            score, raw = _number(value["score"], path, line, "score")
+            ranked.append((int(match.group(1)), Hypothesis(value["text"].strip(), {"score": score}, {"score": raw})))
+        require_ranks([r for r, _ in ranked], path, line, uid)
+        ref = entry.get("ref")
+        if ref is not None and not isinstance(ref, str):
+            raise NBestFormatError(path, line, "'ref' must be a string", ref)
+        hyps = tuple(h for _, h in sorted(ranked, key=lambda p: p[0]))
+        utterances.append(Utterance(uid, hyps, ref.strip() if ref is not None else None, origin=f"{path}:{line}"))
+    return NBest(utterances, fmt="mlm-scoring", source=str(path))
+
+
+def write_mlm_scoring(nbest: NBest, path: str | Path) -> None:
+    doc: dict[str, Any] = {}
+    for utt in nbest:
+        entry: dict[str, Any] = {} if utt.ref is None else {"ref": utt.ref}
+        for rank, h in enumerate(utt.hyps, 1):
+            score = float(native_value(h, main_column(h)))
+            entry[f"hyp_{rank}"] = {"score": score, "text": h.text}
+        doc[utt.id] = entry
+    write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+

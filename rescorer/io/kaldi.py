@@ -1,0 +1,88 @@
+"""Kaldi n-best text archives (``nbest-to-linear`` output): ``words_text`` plus cost files.
+
+Keys are ``<utt>-<k>`` (k = 1-based rank). Costs are −ln p (lower is better) and
+become log-probs: ``acwt`` → ``am``, ``lmwt.nolm`` → ``graph``, ``lmwt.withlm`` → ``lm``;
+any ``<name>.cost`` file becomes column ``<name>``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import NBestFormatError
+from ..types import Hypothesis, NBest, Utterance
+from .common import atomic_dir, native_value, parse_score, read_lines, require_ranks
+
+COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
+WORDS = "words_text"
+
+
+def is_kaldi_dir(path: Path) -> bool:
+    return path.is_dir() and (path / WORDS).is_file()
+
+
+def _cost_files(path: Path) -> dict[str, Path]:
+    files = {col: path / name for name, col in COST_FILES.items() if (path / name).is_file()}
+    files.update({p.name[: -len(".cost")]: p for p in sorted(path.glob("*.cost"))})
+    return files
+
+
+def _split_key(key: str, path: Path, number: int) -> tuple[str, int]:
+    utt, dash, rank = key.rpartition("-")
+    if not dash or not rank.isdigit() or not utt:
+        raise NBestFormatError(path, number, "key is not '<utt>-<rank>'", key)
+    return utt, int(rank)
+
+
+def read(path: str | Path) -> NBest:
+    path = Path(path)
+    if not is_kaldi_dir(path):
+        raise NBestFormatError(path, None, f"expected a directory with a '{WORDS}' file (run int2sym.pl -f 2- on 'words')")
+    words = path / WORDS
+    order: dict[str, list[tuple[int, str, int]]] = {}
+    keys: dict[str, int] = {}
+    for number, line in enumerate(read_lines(words), 1):
+        key, _, text = line.partition(" ")
+        if key in keys:
+            raise NBestFormatError(words, number, "duplicate key", key)
+        keys[key] = number
+        utt, rank = _split_key(key, words, number)
+        order.setdefault(utt, []).append((rank, text.strip(), number))
+    columns: dict[str, dict[str, tuple[float, str]]] = {}
+    for column, file in _cost_files(path).items():
+        values = {}
+        for number, line in enumerate(read_lines(file), 1):
+            key, _, raw = line.partition(" ")
+            if key not in keys:
+                raise NBestFormatError(file, number, f"key not in {WORDS}", key)
+            if not raw.strip():
+                raise NBestFormatError(file, number, "truncated line (no cost)", line)
+            values[key] = (-parse_score(raw, file, number, column), raw.strip())
+        missing = next((k for k in keys if k not in values), None)
+        if missing is not None:
+            raise NBestFormatError(words, keys[missing], f"key has no cost in {file.name}", missing)
+        columns[column] = values
+    utterances = []
+    for utt, entries in order.items():
+        require_ranks([r for r, _, _ in entries], words, entries[0][2], utt)
+        hyps = []
+        for rank, text, _ in sorted(entries):
+            key = f"{utt}-{rank}"
+            hyps.append(Hypothesis(text, {c: v[key][0] for c, v in columns.items()}, {c: v[key][1] for c, v in columns.items()}))
+        utterances.append(Utterance(utt, tuple(hyps), origin=f"{words}:{entries[0][2]}"))
+    return NBest(utterances, fmt="kaldi", source=str(path))
+
+
+def write(nbest: NBest, path: str | Path) -> None:
+    """Write ``words_text`` and one cost file per column (named as Kaldi names them where known)."""
+    file_of = {col: name for name, col in COST_FILES.items()}
+    with atomic_dir(path) as tmp:
+        files: dict[str, list[str]] = {WORDS: []}
+        for utt in nbest:
+            for rank, hyp in enumerate(utt.hyps, 1):
+                key = f"{utt.id}-{rank}"
+                files[WORDS].append(f"{key} {hyp.text}")
+                for column in hyp.scores:
+                    cost = native_value(hyp, column, lambda v: -v)
+                    files.setdefault(file_of.get(column, f"{column}.cost"), []).append(f"{key} {cost}")
+        for name, lines in files.items():
+            (tmp / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")

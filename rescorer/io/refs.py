@@ -1,0 +1,106 @@
+"""References: sclite ``.trn`` (``text (id)``), Kaldi ``text`` (``id text``), NeMo manifests and plain line files."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import NBestFormatError
+from ..types import NBest
+from .common import read_lines
+
+_TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
+REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
+
+
+def read_refs(path: str | Path, fmt: str = "auto", ids: set[str] | None = None) -> tuple[str, list[tuple[str | None, str, int]]]:
+    """→ (format, [(id or None, text, line)]). ``ids`` decides between Kaldi ``text`` and plain lines."""
+    path = Path(path)
+    if fmt not in REF_FORMATS:
+        raise NBestFormatError(path, None, f"unknown reference format (choose from {', '.join(REF_FORMATS)})", fmt)
+    lines = read_lines(path)
+    if fmt == "auto":
+        fmt = _detect(path, lines, ids or set())
+    rows: list[tuple[str | None, str, int]] = []
+    for number, line in enumerate(lines, 1):
+        if fmt == "trn":
+            match = _TRN.match(line)
+            if not match:
+                raise NBestFormatError(path, number, "not a .trn line 'text (id)'", line)
+            rows.append((match.group(2), " ".join(match.group(1).split()), number))
+        elif fmt == "kaldi":
+            key, _, text = line.partition(" ")
+            if not key:
+                raise NBestFormatError(path, number, "blank line in a Kaldi text file")
+            rows.append((key, " ".join(text.split()), number))
+        elif fmt == "manifest":
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise NBestFormatError(path, number, f"invalid JSON ({err.msg})", line) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+                raise NBestFormatError(path, number, "manifest line has no 'text' string", line)
+            uid = Path(str(obj["audio_filepath"])).stem if obj.get("audio_filepath") else None
+            rows.append((uid, obj["text"], number))
+        else:
+            rows.append((None, line.strip(), number))
+    return fmt, rows
+
+
+def _detect(path: Path, lines: list[str], ids: set[str]) -> str:
+    sample = [line for line in lines[:50] if line.strip()]
+    if path.suffix == ".trn" or sample and all(_TRN.match(line) for line in sample):
+        return "trn"
+    if path.suffix in (".json", ".jsonl") or sample and sample[0].lstrip().startswith("{"):
+        return "manifest"
+    if ids and sample and all(line.partition(" ")[0] in ids for line in sample):
+        return "kaldi"
+    return "lines"
+
+
+def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
+    """Give every utterance its reference; unmatched hypotheses or references are errors."""
+    path = Path(path)
+    ids = [u.id for u in nbest]
+    fmt, rows = read_refs(path, fmt, set(ids))
+    keyed = [(rid, text, line) for rid, text, line in rows if rid is not None]
+    if len(keyed) < len(rows):
+        if len(rows) != len(ids):
+            raise NBestFormatError(path, None, f"{len(rows)} references for {len(ids)} utterances in {nbest.source}")
+        refs = [text for _, text, _ in rows]
+    else:
+        refs = _match_ids(nbest, path, keyed)
+    utterances = [replace(u, ref=ref) for u, ref in zip(nbest, refs)]
+    return nbest.with_utterances(utterances)
+
+
+def _match_ids(nbest: NBest, path: Path, rows: list[tuple[str, str, int]]) -> list[str]:
+    """Match by id, or by a ``-``-suffix of the reference id (sclite's ``spk-utt`` ids)."""
+    by_id: dict[str, tuple[str, int]] = {}
+    for rid, text, line in rows:
+        if rid in by_id:
+            raise NBestFormatError(path, line, "duplicate reference id", rid)
+        by_id[rid] = (text, line)
+    suffixes: dict[str, str | None] = {}
+    for rid in by_id:
+        parts = rid.split("-")
+        for cut in range(1, len(parts)):
+            suffix = "-".join(parts[cut:])
+            suffixes[suffix] = None if suffix in suffixes and suffixes[suffix] != rid else rid
+    used: set[str] = set()
+    refs = []
+    for utt in nbest:
+        rid = utt.id if utt.id in by_id else suffixes.get(utt.id)
+        if rid is None or rid in used:
+            where, _, line = utt.origin.rpartition(":")
+            raise NBestFormatError(where or nbest.source, int(line) if line.isdigit() else None,
+                                   f"utterance has no reference in {path}", utt.id)
+        used.add(rid)
+        refs.append(by_id[rid][0])
+    unused = [rid for rid in by_id if rid not in used]
+    if unused:
+        raise NBestFormatError(path, by_id[unused[0]][1], f"reference has no hypotheses in {nbest.source}", unused[0])
+    return refs

@@ -1,0 +1,60 @@
+"""Named N-best sets of an experiment (what ``conf/data/*.yaml`` instantiates)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from ..types import NBest
+from . import MT_FORMATS, detect_format, read_nbest
+
+
+@dataclass
+class NBestSet:
+    """One N-best file or directory with its references and reader options."""
+
+    nbest: str
+    refs: str | None = None
+    fmt: str = "auto"
+    refs_fmt: str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def read(self) -> NBest:
+        return read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
+
+    @property
+    def format(self) -> str:
+        return detect_format(self.nbest) if self.fmt == "auto" else self.fmt
+
+
+@dataclass
+class Corpus:
+    """The sets of one experiment (e.g. dev_other for tuning, test_clean for reporting) and its metric."""
+
+    name: str
+    sets: Mapping[str, NBestSet]
+    metric: Mapping[str, Any] = field(default_factory=dict)
+    root: str | None = None  # the base directory the set paths were built from (informational)
+
+    def __post_init__(self) -> None:
+        if not self.sets:
+            raise ConfigError(f"data '{self.name}' lists no sets")
+        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in self.sets.items()}
+        for name, spec in self.sets.items():
+            if not Path(spec.nbest).exists():
+                raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")
+            if spec.refs is not None and not Path(spec.refs).exists():
+                raise ConfigError(f"data.sets.{name}.refs: no such file: {spec.refs}")
+
+    @property
+    def metric_name(self) -> str:
+        """``wer`` or ``bleu``: as configured, else BLEU for MT formats and WER otherwise."""
+        name = self.metric.get("name", "auto")
+        if name != "auto":
+            return name
+        return "bleu" if any(s.format in MT_FORMATS for s in self.sets.values()) else "wer"
+
+    @property
+    def metric_options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.metric.items() if k != "name"}

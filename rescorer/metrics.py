@@ -1,0 +1,219 @@
+"""WER and BLEU with per-hypothesis sufficient statistics, oracle selection and baselines.
+
+Each hypothesis of each utterance gets a row of sufficient statistics once
+(WER: word errors and reference words, exactly jiwer's S+D+I and H+S+D; BLEU:
+sacrebleu's length and n-gram match/total counts). The corpus metric of any
+selection of hypotheses is then a gather and a sum, so it equals jiwer /
+sacrebleu on the same strings.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from importlib.metadata import version
+from typing import Sequence
+
+import jiwer
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+from sacrebleu.metrics import BLEU
+
+from .errors import ConfigError
+from .types import NBest
+
+WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standardize}
+
+
+class Metric:
+    """A corpus metric computed from summed per-segment statistics."""
+
+    name: str
+    higher_is_better: bool
+
+    def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def from_stats(self, stats: np.ndarray) -> np.ndarray:
+        """Corpus score(s) from summed statistics ``[..., K]``."""
+        raise NotImplementedError
+
+    @property
+    def signature(self) -> str:
+        raise NotImplementedError
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.higher_is_better else a < b
+
+
+class WER(Metric):
+    """Word error rate as a fraction, exactly ``jiwer.wer`` (S+D+I)/(H+S+D)."""
+
+    name = "wer"
+    higher_is_better = False
+
+    def __init__(self, transform: str = "default"):
+        if transform not in WER_TRANSFORMS:
+            raise ConfigError(f"unknown WER transform {transform!r} (choose from {', '.join(WER_TRANSFORMS)})")
+        self.transform = transform
+
+    def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
+        """[errors, reference words] per pair, with jiwer's transform and jiwer's edit-distance backend."""
+        if len(refs) != len(hyps):
+            raise ConfigError(f"{len(refs)} references but {len(hyps)} hypotheses")
+        pairs = zip(self._words(refs), self._words(hyps))
+        return np.array([(Levenshtein.distance(r, h), len(r)) for r, h in pairs], dtype=np.int64).reshape(-1, 2)
+
+    def _words(self, texts: Sequence[str]) -> list[list[str]]:
+        words = WER_TRANSFORMS[self.transform](list(texts))
+        return [w if w != [""] else [] for w in words]
+
+    def from_stats(self, stats: np.ndarray) -> np.ndarray:
+        errors, words = stats[..., 0].astype(float), stats[..., 1].astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(words > 0, errors / np.maximum(words, 1), errors)
+
+    @property
+    def signature(self) -> str:
+        return f"wer|transform:{self.transform}|jiwer:{version('jiwer')}"
+
+
+class BLEUMetric(Metric):
+    """Corpus BLEU (0–100), exactly ``sacrebleu.corpus_bleu`` with one reference stream."""
+
+    name = "bleu"
+    higher_is_better = True
+
+    def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
+                 smooth_value: float | None = None, force: bool = False):
+        self.bleu = BLEU(tokenize=tokenize, lowercase=lowercase, smooth_method=smooth_method,
+                         smooth_value=smooth_value, force=force)
+        self.order = self.bleu.max_ngram_order
+
+    def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
+        if len(refs) != len(hyps):
+            raise ConfigError(f"{len(refs)} references but {len(hyps)} hypotheses")
+        if not refs:
+            return np.zeros((0, 2 + 2 * self.order), dtype=np.int64)
+        return np.asarray(self.bleu._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+
+    def from_stats(self, stats: np.ndarray) -> np.ndarray:
+        """Vectorised ``sacrebleu.BLEU.compute_bleu`` (no effective order) over leading axes."""
+        stats = np.asarray(stats, dtype=float)
+        sys_len, ref_len = stats[..., 0], stats[..., 1]
+        correct = stats[..., 2 : 2 + self.order].copy()
+        total = stats[..., 2 + self.order :].copy()
+        method = self.bleu.smooth_method
+        value = self.bleu.smooth_value if self.bleu.smooth_value is not None else BLEU.SMOOTH_DEFAULTS[method]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+            any_match = correct.sum(-1) > 0
+            if method == "add-k":
+                correct[..., 1:] += value
+                total[..., 1:] += value
+            log_p = np.zeros_like(correct)
+            mteval = np.ones_like(sys_len)
+            alive = np.ones_like(sys_len, dtype=bool)
+            for n in range(self.order):
+                alive &= total[..., n] > 0
+                zero = correct[..., n] == 0
+                mteval = np.where(alive & zero, mteval * 2, mteval) if method == "exp" else mteval
+                if method == "exp":
+                    smoothed = 100.0 / (mteval * total[..., n])
+                elif method == "floor":
+                    smoothed = 100.0 * value / total[..., n]
+                else:
+                    smoothed = np.zeros_like(sys_len)
+                p = np.where(zero, smoothed, 100.0 * correct[..., n] / total[..., n])
+                p = np.where(alive, p, 0.0)
+                log_p[..., n] = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -9999999999.0)
+            score = bp * np.exp(log_p.sum(-1) / self.order)
+        return np.where(any_match, score, 0.0)
+
+    @property
+    def signature(self) -> str:
+        return str(self.bleu.get_signature())
+
+
+def make_metric(name: str, **options) -> Metric:
+    if name == "wer":
+        return WER(**options)
+    if name == "bleu":
+        return BLEUMetric(**options)
+    raise ConfigError(f"unknown metric {name!r} (choose wer or bleu)")
+
+
+@dataclass(frozen=True)
+class NBestStats:
+    """Sufficient statistics of every hypothesis: ``stats[u, k]`` for hypothesis k of utterance u (zero-padded)."""
+
+    metric: Metric
+    stats: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def compute(cls, nbest: NBest, metric: Metric) -> "NBestStats":
+        if not nbest.has_refs:
+            missing = next(u for u in nbest if u.ref is None)
+            raise ConfigError(f"{nbest.source}: utterance {missing.id!r} has no reference; pass refs=")
+        lengths = np.array([len(u.hyps) for u in nbest], dtype=np.int64)
+        refs = [u.ref for u in nbest for _ in u.hyps]
+        hyps = [h.text for u in nbest for h in u.hyps]
+        flat = metric.segment_stats(refs, hyps)
+        width = max(int(lengths.max(initial=0)), 1)
+        stats = np.zeros((len(nbest), width, flat.shape[1]), dtype=np.int64)
+        mask = np.arange(width)[None, :] < lengths[:, None]
+        stats[mask] = flat
+        empty = lengths == 0
+        if empty.any():
+            refs_of_empty = [nbest.utterances[i].ref for i in np.flatnonzero(empty)]
+            stats[empty, 0] = metric.segment_stats(refs_of_empty, [""] * len(refs_of_empty))
+        return cls(metric, stats, lengths)
+
+    @cached_property
+    def valid(self) -> np.ndarray:
+        return np.arange(self.stats.shape[1])[None, :] < np.maximum(self.lengths, 1)[:, None]
+
+    def score(self, ranks: Sequence[int] | np.ndarray) -> float:
+        """Corpus metric of the hypotheses at 0-based ``ranks`` (one per utterance)."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        chosen = self.stats[np.arange(len(ranks)), ranks]
+        return float(self.metric.from_stats(chosen.sum(0)))
+
+    def baseline_ranks(self) -> np.ndarray:
+        return np.zeros(len(self.lengths), dtype=np.int64)
+
+    def oracle_ranks(self, passes: int = 10) -> np.ndarray:
+        """Best hypothesis per utterance: exact for WER; for BLEU a greedy corpus-level oracle
+        (start from the best sentence-level choice, then change one utterance at a time while corpus BLEU rises)."""
+        if isinstance(self.metric, WER):
+            errors = np.where(self.valid, self.stats[..., 0], np.iinfo(np.int64).max)
+            return errors.argmin(1)
+        sentence = np.where(self.valid, self.metric.from_stats(self.stats), -math.inf)
+        ranks = sentence.argmax(1)
+        total = self.stats[np.arange(len(ranks)), ranks].sum(0)
+        best = float(self.metric.from_stats(total))
+        for _ in range(passes):
+            changed = False
+            for u in range(len(ranks)):
+                others = total - self.stats[u, ranks[u]]
+                candidates = np.where(self.valid[u], self.metric.from_stats(others + self.stats[u]), -math.inf)
+                k = int(candidates.argmax())
+                if candidates[k] > best + 1e-12:
+                    total, best, ranks[u], changed = others + self.stats[u, k], float(candidates[k]), k, True
+            if not changed:
+                break
+        return ranks
+
+
+def wer(refs: Sequence[str] | str, hyps: Sequence[str] | str, transform: str = "default") -> float:
+    """Corpus WER (a fraction, like ``jiwer.wer``) of ``hyps`` against ``refs``."""
+    refs, hyps = ([refs], [hyps]) if isinstance(refs, str) else (refs, hyps)
+    metric = WER(transform)
+    return float(metric.from_stats(metric.segment_stats(refs, hyps).sum(0)))
+
+
+def bleu(refs: Sequence[str], hyps: Sequence[str], **options) -> float:
+    """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``."""
+    metric = BLEUMetric(**options)
+    return float(metric.from_stats(metric.segment_stats(refs, hyps).sum(0)))

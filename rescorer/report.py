@@ -1,0 +1,52 @@
+"""Reports: report.json (machine-readable), report.md and a terminal table, written atomically."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from .io.common import write_text
+
+
+def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[str], title: str) -> Path:
+    """Write ``report.json`` and ``report.md`` under ``out_dir``, print the table, return the JSON path."""
+    out = Path(out_dir)
+    rows = table_rows(report, columns)
+    write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text(out / "report.md", markdown(report, columns, rows, title))
+    print_table(rows, columns, title, report.get("signature", ""))
+    return out / "report.json"
+
+
+def table_rows(report: Mapping[str, Any], columns: Sequence[str]) -> list[list[str]]:
+    rows = []
+    for name, entry in report["sets"].items():
+        cells = [name]
+        for column in columns:
+            value = entry
+            for key in column.split("."):
+                value = value.get(key, "") if isinstance(value, Mapping) else ""
+            cells.append(f"{value:.2f}" if isinstance(value, float) else str(value))
+        rows.append(cells)
+    return rows
+
+
+def markdown(report: Mapping[str, Any], columns: Sequence[str], rows: list[list[str]], title: str) -> str:
+    header = ["set", *columns]
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["", f"Signature: `{report.get('signature', '')}`", ""]
+    return "\n".join(lines)
+
+
+def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signature: str) -> None:
+    table = Table(title=title, caption=signature)
+    table.add_column("set")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(110, 14 * len(columns) + 24)).print(table)

@@ -1,0 +1,1 @@
+"""One module per Hydra task; each exposes ``run(cfg)``."""

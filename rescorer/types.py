@@ -1,0 +1,96 @@
+"""The N-best data model: utterances → ranked hypotheses → named score columns.
+
+Plain frozen dataclasses with no I/O and no torch. Every score is a natural
+log-probability-like value where higher is better; ``raw`` keeps the value as
+it was written in the input file (before base or sign conversion).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One ranked hypothesis of an utterance."""
+
+    text: str
+    scores: Mapping[str, float] = field(default_factory=dict)
+    raw: Mapping[str, str] = field(default_factory=dict)
+    tokens: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def words(self) -> list[str]:
+        return self.text.split()
+
+    def with_scores(self, **scores: float) -> "Hypothesis":
+        """A copy with extra (or replaced) score columns; replaced columns lose their raw value."""
+        raw = {k: v for k, v in self.raw.items() if k not in scores}
+        return replace(self, scores={**self.scores, **scores}, raw=raw)
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """An utterance (or source sentence): its id, reference and ranked hypotheses."""
+
+    id: str
+    hyps: tuple[Hypothesis, ...]
+    ref: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+    origin: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hyps, tuple):
+            object.__setattr__(self, "hyps", tuple(self.hyps))
+
+    @property
+    def best(self) -> Hypothesis | None:
+        return self.hyps[0] if self.hyps else None
+
+
+@dataclass(frozen=True)
+class NBest:
+    """A whole N-best file: utterances in input order, plus the format it came from."""
+
+    utterances: tuple[Utterance, ...]
+    fmt: str = "jsonl"
+    meta: Mapping[str, str] = field(default_factory=dict)
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.utterances, tuple):
+            object.__setattr__(self, "utterances", tuple(self.utterances))
+
+    def __len__(self) -> int:
+        return len(self.utterances)
+
+    def __iter__(self) -> Iterator[Utterance]:
+        return iter(self.utterances)
+
+    @property
+    def num_hypotheses(self) -> int:
+        return sum(len(u.hyps) for u in self.utterances)
+
+    @property
+    def columns(self) -> list[str]:
+        """Score column names in first-seen order."""
+        seen: dict[str, None] = {}
+        for utt in self.utterances:
+            for hyp in utt.hyps:
+                seen.update(dict.fromkeys(hyp.scores))
+        return list(seen)
+
+    @property
+    def has_refs(self) -> bool:
+        return bool(self.utterances) and all(u.ref is not None for u in self.utterances)
+
+    def refs(self) -> list[str]:
+        return [u.ref if u.ref is not None else "" for u in self.utterances]
+
+    def select(self, ranks: Sequence[int]) -> list[str]:
+        """Texts of the hypothesis at ``ranks[i]`` (0-based) of each utterance."""
+        return [u.hyps[r].text if u.hyps else "" for u, r in zip(self.utterances, ranks)]
+
+    def with_utterances(self, utterances: Sequence[Utterance]) -> "NBest":
+        return replace(self, utterances=tuple(utterances))
