@@ -70,7 +70,7 @@ def _read_job(root: Path) -> list[Utterance]:
     origins: dict[str, str] = {}
     order: list[str] = []
     for rank, rank_dir in enumerate(_rank_dirs(root), 1):
-        text_path = rank_dir / "text"
+        text_path, score_path, parts_path = rank_dir / "text", rank_dir / "score", rank_dir / "scores"
         texts = _read_kv(text_path, required_value=False)
         scores = _read_kv(rank_dir / "score", required_value=True)
         parts = _read_kv(rank_dir / "scores", True) if (rank_dir / "scores").exists() else None
@@ -93,12 +93,12 @@ def _read_job(root: Path) -> list[Utterance]:
                 raise NBestFormatError(text_path, number, f"utterance has rank {rank} but no rank {rank - 1}", key)
             raw_score, score_line = scores[key]
             raw = {"score": raw_score.strip()}
-            values = {"score": parse_score(raw_score, rank_dir / "score", score_line)}
+            values = {"score": parse_score(raw_score, score_path, score_line)}
             if parts is not None:
                 raw_parts, parts_line = parts[key]
-                for column, value in _parse_parts(raw_parts, rank_dir / "scores", parts_line).items():
+                for column, value in _parse_parts(raw_parts, parts_path, parts_line).items():
                     raw[column] = value
-                    values[column] = parse_score(value, rank_dir / "scores", parts_line, column)
+                    values[column] = parse_score(value, parts_path, parts_line, column)
             token = tokens[key][0].strip() if tokens is not None else None
             hyps[key] = Hypothesis(text=text.strip(), scores=values, raw=raw, tokens=token)
         per_rank.append(hyps)

@@ -1,0 +1,19 @@
+"""Shared test helpers: where the real data lives, and skipping when it is absent."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+LIBRISPEECH = SHARED / "librispeech-espnet-30best"
+MOSES = SHARED / "moses-nbest"
+DEMO = ROOT / "recipes" / "demo" / "data"
+
+
+def need(path: Path) -> Path:
+    """Skip the test (with the reason) when the real data set at ``path`` is not there."""
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} (it lives in ../shared beside the repository)")
+    return path

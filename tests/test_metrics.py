@@ -1,0 +1,110 @@
+"""Metrics: every corpus WER/BLEU we compute equals jiwer / sacrebleu called directly on the same strings."""
+from __future__ import annotations
+
+import jiwer
+import numpy as np
+import pytest
+import sacrebleu
+from sacrebleu.metrics import BLEU
+
+import rescorer
+from rescorer.metrics import WER, BLEUMetric, NBestStats
+
+from .conftest import DEMO, LIBRISPEECH, MOSES, need
+
+
+def naive_oracle_wer(nbest) -> float:
+    """Oracle by brute force: per utterance, the hypothesis with the fewest jiwer errors (first on ties)."""
+    errors = words = 0
+    for utt in nbest:
+        counts = []
+        for hyp in utt.hyps:
+            out = jiwer.process_words(utt.ref, hyp.text)
+            counts.append((out.substitutions + out.deletions + out.insertions, out.hits + out.substitutions + out.deletions))
+        best = min(counts, key=lambda c: c[0])
+        errors, words = errors + best[0], words + best[1]
+    return errors / words
+
+
+def read_librispeech(name):
+    root = need(LIBRISPEECH) / name
+    return rescorer.read_nbest(root, refs=root / "references" / "ref_wer.trn")
+
+
+@pytest.mark.parametrize("name, baseline, oracle", [
+    ("dev_clean", 1.70, 0.59), ("dev_other", 3.61, 1.76), ("test_clean", 1.81, 0.67)])
+def test_librispeech_baseline_and_oracle_wer(name, baseline, oracle):
+    nbest = read_librispeech(name)
+    stats = NBestStats.compute(nbest, WER())
+    got_baseline = stats.score(stats.baseline_ranks())
+    got_oracle = stats.score(stats.oracle_ranks())
+    assert got_baseline == pytest.approx(jiwer.wer(nbest.refs(), [u.hyps[0].text for u in nbest]), abs=1e-12)
+    assert got_oracle == pytest.approx(jiwer.wer(nbest.refs(), nbest.select(stats.oracle_ranks())), abs=1e-12)
+    assert got_oracle == pytest.approx(naive_oracle_wer(nbest), abs=1e-12)
+    assert round(100 * got_baseline, 2) == baseline
+    assert round(100 * got_oracle, 2) == oracle
+
+
+def test_random_selections_match_jiwer():
+    nbest = rescorer.read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
+    stats = NBestStats.compute(nbest, WER())
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        ranks = rng.integers(0, stats.lengths)
+        assert stats.score(ranks) == pytest.approx(jiwer.wer(nbest.refs(), nbest.select(ranks)), abs=1e-12)
+
+
+def test_wer_standardize_transform_matches_jiwer():
+    refs, hyps = ["Hello <unk> world", "it's fine"], ["hello world", "it is Fine too"]
+    expected = jiwer.wer(refs, hyps, reference_transform=jiwer.wer_standardize, hypothesis_transform=jiwer.wer_standardize)
+    assert rescorer.wer(refs, hyps, transform="standardize") == pytest.approx(expected)
+
+
+def test_public_wer_and_bleu_match_peers():
+    refs = ["the cat sat on the mat", "a quick brown fox", ""]
+    hyps = ["the cat sat on mat", "a quick brown fox jumps", "noise"]
+    assert rescorer.wer(refs, hyps) == pytest.approx(jiwer.wer(refs, hyps))
+    assert rescorer.wer([""], ["x y"]) == jiwer.wer([""], ["x y"]) == 2  # jiwer 4: all-empty refs → insertion count
+    assert rescorer.bleu(refs[:2], hyps[:2]) == pytest.approx(sacrebleu.corpus_bleu(hyps[:2], [refs[:2]]).score)
+
+
+def test_moses_bleu_matches_sacrebleu():
+    root = need(MOSES)
+    nbest = rescorer.read_nbest(root / "nbest.out", refs=root / "reference.txt")
+    metric = BLEUMetric(lowercase=True, tokenize="none", force=True)
+    stats = NBestStats.compute(nbest, metric)
+    for ranks in (stats.baseline_ranks(), stats.oracle_ranks()):
+        direct = sacrebleu.corpus_bleu(nbest.select(ranks), [nbest.refs()], lowercase=True, tokenize="none", force=True)
+        assert stats.score(ranks) == pytest.approx(direct.score, abs=1e-9)
+    assert stats.score(stats.oracle_ranks()) > stats.score(stats.baseline_ranks())
+    assert metric.signature == "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:" + sacrebleu.__version__
+
+
+def test_bleu_oracle_beats_every_single_swap():
+    """The greedy corpus oracle is a local optimum: no one-utterance change raises corpus BLEU."""
+    root = need(MOSES)
+    nbest = rescorer.read_nbest(root / "nbest.out", refs=root / "reference.txt")
+    stats = NBestStats.compute(nbest, BLEUMetric(force=True))
+    ranks = stats.oracle_ranks()
+    best = stats.score(ranks)
+    rng = np.random.default_rng(1)
+    for u in rng.choice(len(ranks), 10, replace=False):
+        for k in range(stats.lengths[u]):
+            trial = ranks.copy()
+            trial[u] = k
+            assert stats.score(trial) <= best + 1e-9
+
+
+@pytest.mark.parametrize("smooth", ["exp", "floor", "add-k", "none"])
+def test_vectorised_bleu_equals_sacrebleu_compute_bleu(smooth):
+    metric = BLEUMetric(smooth_method=smooth)
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        total = rng.integers(0, 30, 4)
+        total = np.sort(total)[::-1]
+        correct = np.minimum(rng.integers(0, 30, 4), total)
+        sys_len, ref_len = int(total[0]), int(rng.integers(0, 40))
+        stats = np.array([sys_len, ref_len, *correct, *total])
+        expected = BLEU.compute_bleu(list(correct), list(total), sys_len, ref_len, smooth_method=smooth,
+                                     smooth_value=None).score
+        assert float(metric.from_stats(stats)) == pytest.approx(expected, abs=1e-9)
