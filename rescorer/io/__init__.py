@@ -9,7 +9,7 @@ from typing import Callable
 from ..errors import NBestFormatError
 from ..types import NBest
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
-from .common import read_text
+from .common import load_json, read_text
 from .refs import attach_refs, read_refs
 
 READERS: dict[str, Callable[..., NBest]] = {
@@ -61,7 +61,7 @@ def detect_format(path: str | Path) -> str:
             return "jsonl"
         if isinstance(obj, dict) and ("translation" in obj or "translations" in obj):
             return "sockeye"
-        doc = json.loads(read_text(path)) if obj is None or head == "{" else obj
+        doc = load_json(read_text(path), path) if obj is None or head == "{" else obj
         if isinstance(doc, dict) and "utts" in doc:
             return "espnet1"
         if isinstance(doc, dict) and all(isinstance(v, dict) and any(k.startswith("hyp_") for k in v) for v in doc.values()):
@@ -84,10 +84,9 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
         raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
-    try:
-        nbest = READERS[fmt](path, **options)
-    except json.JSONDecodeError as err:
-        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})") from None
+    nbest = READERS[fmt](path, **options)
+    if not nbest.utterances:
+        raise NBestFormatError(path, None, "no utterances found")
     if refs is not None:
         nbest = attach_refs(nbest, refs, refs_fmt)
     return nbest
@@ -98,7 +97,26 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, **option
     fmt = fmt or nbest.fmt
     if fmt not in WRITERS:
         raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+    check_writable(nbest, fmt, path)
     WRITERS[fmt](nbest, path, **options)
+
+
+# What a line-based format cannot hold: (in utterance ids, in hypothesis texts).
+_FORBIDDEN = {
+    "espnet2": (" \t\n", "\n"), "kaldi": (" \t\n", "\n"), "fairseq": ("\t\n", "\t\n"),
+    "moses": ("|\n", "\n"), "marian": ("|\n", "\n"), "nemo": ("", "\t\n"),
+}
+
+
+def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
+    """Refuse (before writing anything) ids or texts that the format's lines cannot hold."""
+    id_chars, text_chars = _FORBIDDEN.get(fmt, ("", ""))
+    for utt in nbest:
+        if any(c in utt.id for c in id_chars) or not utt.id and id_chars:
+            raise NBestFormatError(path, None, f"utterance id cannot be written as {fmt}", utt.id)
+        for hyp in utt.hyps:
+            if any(c in hyp.text for c in text_chars) or fmt in ("moses", "marian") and "|||" in hyp.text:
+                raise NBestFormatError(path, None, f"hypothesis of {utt.id!r} cannot be written as {fmt}", hyp.text)
 
 
 __all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "read_nbest", "read_refs", "write_nbest"]

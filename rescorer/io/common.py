@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -13,11 +14,8 @@ from typing import Callable, Iterator
 from ..errors import NBestFormatError
 from ..types import Hypothesis
 
-_NUMBER = re.compile(
-    r"\s*(?:tensor\()?\s*([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan))"
-    r"\s*(?:,[^)]*)?\)?\s*$",
-    re.IGNORECASE,
-)
+_FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan))"
+_NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
 
 
 def read_text(path: str | os.PathLike) -> str:
@@ -34,14 +32,60 @@ def read_text(path: str | os.PathLike) -> str:
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise NBestFormatError(path, line, "not valid UTF-8", data[err.start : err.start + 8]) from None
+    text = text.removeprefix("\ufeff")
     if not text.strip():
         raise NBestFormatError(path, None, "file is empty")
-    return text.lstrip("\ufeff")
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on "\\n" only (not on U+2028 and friends), "\\r\\n" tolerated, no empty last line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
     """The file's lines without their newlines (a final newline adds no empty line)."""
-    return read_text(path).splitlines()
+    return split_lines(read_text(path))
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def load_json(text: str, path: str | os.PathLike, line: int | None = None) -> object:
+    """``json.loads`` that rejects duplicate keys; errors name the file, line and text of that line."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as err:
+        rows = split_lines(text) or [""]
+        number = min(err.lineno, len(rows))
+        raise NBestFormatError(path, line or number, f"invalid JSON ({err.msg})", rows[number - 1]) from None
+    except _DuplicateKey as err:
+        where = line or find_key(text, err.key, last=True)[0]
+        raise NBestFormatError(path, where, "duplicate JSON key", err.key) from None
+
+
+def find_key(text: str, key: str, start: int = 0, last: bool = False) -> tuple[int | None, int]:
+    """(1-based line, offset) of the JSON string ``key`` at or after ``start`` (the last one if ``last``)."""
+    for needle in (json.dumps(key, ensure_ascii=False), json.dumps(key)):
+        at = text.rfind(needle, start) if last else text.find(needle, start)
+        if at >= 0:
+            return text.count("\n", 0, at) + 1, at
+    return None, start
 
 
 def parse_score(value: str, path: str | os.PathLike, line: int | None, column: str = "score") -> float:
@@ -49,7 +93,7 @@ def parse_score(value: str, path: str | os.PathLike, line: int | None, column: s
     match = _NUMBER.match(value)
     if not match:
         raise NBestFormatError(path, line, f"{column} is not a number", value)
-    number = float(match.group(1))
+    number = float(match.group(1) or match.group(2))
     if math.isnan(number) or number == math.inf:
         raise NBestFormatError(path, line, f"{column} is {number}", value)
     return number
@@ -71,12 +115,6 @@ def native_value(hyp: Hypothesis, column: str | None, from_log: Callable[[float]
         return "0.0"
     raw = hyp.raw.get(column)
     return raw if raw is not None else format_number(from_log(hyp.scores[column]))
-
-
-def line_of(text: str, needle: str, start: int = 0) -> int | None:
-    """1-based line of the first ``needle`` in ``text`` at or after ``start``."""
-    at = text.find(needle, start)
-    return None if at < 0 else text.count("\n", 0, at) + 1
 
 
 @contextlib.contextmanager

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, format_number, line_of, main_column, native_value, parse_score, read_lines, read_text, require_ranks, write_text
+from .common import (atomic_dir, find_key, format_number, load_json, main_column, native_value, parse_score,
+                     read_lines, read_text, require_ranks, write_text)
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")
@@ -109,10 +110,7 @@ def _read_job(root: Path) -> list[Utterance]:
 
 
 def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
-    try:
-        parts = json.loads(value)
-    except json.JSONDecodeError:
-        raise NBestFormatError(path, line, "scores are not a JSON object", value) from None
+    parts = load_json(value, path, line)
     if not isinstance(parts, dict):
         raise NBestFormatError(path, line, "scores are not a JSON object", value)
     if "score" in parts:
@@ -155,15 +153,13 @@ def read_espnet1(path: str | Path) -> NBest:
     """Read ESPnet1 ``data.json`` (``{"utts": {id: {"output": [...]}}}``)."""
     path = Path(path)
     text = read_text(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})", text.splitlines()[err.lineno - 1]) from None
+    doc = load_json(text, path)
     if not isinstance(doc, dict) or not isinstance(doc.get("utts"), dict):
         raise NBestFormatError(path, 1, "expected a JSON object with an 'utts' object", text[:40])
     utterances = []
+    cursor = -1
     for utt_id, entry in doc["utts"].items():
-        line = line_of(text, json.dumps(utt_id))
+        line, cursor = find_key(text, utt_id, cursor + 1)
         outputs = entry.get("output") if isinstance(entry, dict) else None
         if not isinstance(outputs, list) or not outputs:
             raise NBestFormatError(path, line, "utterance has no 'output' list", utt_id)
@@ -171,19 +167,22 @@ def read_espnet1(path: str | Path) -> NBest:
             raise NBestFormatError(path, line, "multi-speaker output (list of lists) is not supported", utt_id)
         hyps, ranks, ref = [], [], None
         for out in outputs:
+            name = str(out.get("name", "")) if isinstance(out, dict) else ""
+            line, cursor = find_key(text, name, cursor + 1) if name else (line, cursor)
             if not isinstance(out, dict) or "rec_text" not in out or "score" not in out:
                 raise NBestFormatError(path, line, "output entry lacks 'rec_text' or 'score'", out)
-            match = _TARGET.match(str(out.get("name", "")))
+            match = _TARGET.match(name)
             if not match:
                 raise NBestFormatError(path, line, "output name is not 'target1[n]'", out.get("name"))
+            if int(match.group(1)) in ranks:
+                raise NBestFormatError(path, line, f"duplicate rank {match.group(1)} for utterance", utt_id)
             ranks.append(int(match.group(1)))
-            raw = json.dumps(out["score"]) if not isinstance(out["score"], str) else out["score"]
-            score = parse_score(raw, path, line)
-            rec = str(out["rec_text"]).replace("<eos>", "").replace("\u2581", " ")
-            values, raws = {"score": score}, {"score": raw}
+            raw = out["score"] if isinstance(out["score"], str) else json.dumps(out["score"])
+            values, raws = {"score": parse_score(raw, path, line)}, {"score": raw}
             for column, value in (out.get("scores") or {}).items():
                 raws[column] = value if isinstance(value, str) else json.dumps(value)
                 values[column] = parse_score(raws[column], path, line, column)
+            rec = str(out["rec_text"]).replace("<eos>", "").replace("\u2581", " ")
             skip = ("name", "rec_text", "score", "scores", "text", "rec_token")
             meta = {k: json.dumps(v) for k, v in out.items() if k not in skip}
             hyps.append(Hypothesis(" ".join(rec.split()), values, raws, out.get("rec_token"), meta))

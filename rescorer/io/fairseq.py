@@ -15,6 +15,7 @@ from ..types import Hypothesis, NBest, Utterance
 from .common import main_column, native_value, parse_score, read_lines, write_text
 
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
+_SPACED = re.compile(r"^[SHTDP]-\d+ ")
 _IGNORED = set("AIEWC")
 
 
@@ -34,6 +35,8 @@ def read(path: str | Path, log_base: str = "auto") -> NBest:
     for number, line in enumerate(lines, 1):
         match = LINE.match(line)
         if not match:
+            if _SPACED.match(line):
+                raise NBestFormatError(path, number, "fields must be separated by tabs", line)
             continue
         kind, sid = match.group(1), int(match.group(2))
         if kind in _IGNORED:

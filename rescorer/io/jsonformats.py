@@ -14,7 +14,8 @@ from typing import Any
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import line_of, main_column, native_value, parse_score, read_lines, read_text, require_ranks, write_text
+from .common import (find_key, load_json, main_column, native_value, parse_score, read_lines, read_text,
+                     require_ranks, write_text)
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
 
@@ -24,10 +25,7 @@ def _json_lines(path: Path) -> list[tuple[int, Any]]:
     for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
             continue
-        try:
-            out.append((number, json.loads(line)))
-        except json.JSONDecodeError as err:
-            raise NBestFormatError(path, number, f"invalid JSON ({err.msg})", line) from None
+        out.append((number, load_json(line, path, number)))
     return out
 
 
@@ -99,7 +97,7 @@ def write_jsonl(nbest: NBest, path: str | Path) -> None:
 def read_sockeye(path: str | Path) -> NBest:
     """Sockeye ``--output-type json`` n-best: scores are negative log-probs (lower is better) and are negated."""
     path = Path(path)
-    utterances, factored = [], False
+    utterances, factored, seen = [], False, set()
     for number, obj in _json_lines(path):
         if not isinstance(obj, dict) or "translation" not in obj and "translations" not in obj:
             raise NBestFormatError(path, number, "expected a Sockeye object with 'translation(s)'", obj)
@@ -117,6 +115,9 @@ def read_sockeye(path: str | Path) -> NBest:
                 raise NBestFormatError(path, number, "translation is not a string", text)
             hyps.append(Hypothesis(text, {"score": -value}, {"score": raw}, meta=meta))
         sid = str(obj.get("sentence_id", number))
+        if sid in seen:
+            raise NBestFormatError(path, number, "duplicate sentence_id", sid)
+        seen.add(sid)
         rest = {k: json.dumps(v) for k, v in obj.items() if k not in ("sentence_id", "translation", "translations", "score", "scores")}
         utterances.append(Utterance(sid, tuple(hyps), meta=rest, origin=f"{path}:{number}"))
     return NBest(utterances, fmt="sockeye", meta={"factored": "1" if factored else "0"}, source=str(path))
@@ -147,27 +148,24 @@ def read_mlm_scoring(path: str | Path) -> NBest:
     """``{utt: {"ref": str, "hyp_<k>": {"score", "text"}}}``; utterances in sorted key order, text stripped."""
     path = Path(path)
     text = read_text(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise NBestFormatError(path, err.lineno, f"invalid JSON ({err.msg})", text.splitlines()[err.lineno - 1]) from None
+    doc = load_json(text, path)
     if not isinstance(doc, dict):
         raise NBestFormatError(path, 1, "expected a JSON object of utterances", text[:40])
     utterances = []
     for uid in sorted(doc):
         entry = doc[uid]
-        line = line_of(text, json.dumps(uid))
+        line, at = find_key(text, uid)
         if not isinstance(entry, dict):
             raise NBestFormatError(path, line, "utterance entry is not an object", entry)
         ranked = []
         for key, value in entry.items():
             if key == "ref":
                 continue
+            where = find_key(text, key, at)[0] or line
             match = _HYP_KEY.match(key)
             if not match or not isinstance(value, dict) or not isinstance(value.get("text"), str) or "score" not in value:
-                raise NBestFormatError(path, line_of(text, json.dumps(key), text.find(json.dumps(uid))) or line,
-                                       "expected 'hyp_<k>': {'score', 'text'}", {key: value})
-            score, raw = _number(value["score"], path, line, "score")
+                raise NBestFormatError(path, where, "expected 'hyp_<k>': {'score', 'text'}", {key: value})
+            score, raw = _number(value["score"], path, where, "score")
             ranked.append((int(match.group(1)), Hypothesis(value["text"].strip(), {"score": score}, {"score": raw})))
         require_ranks([r for r, _ in ranked], path, line, uid)
         ref = entry.get("ref")

@@ -6,6 +6,7 @@ any ``<name>.cost`` file becomes column ``<name>``.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..errors import NBestFormatError
@@ -28,8 +29,8 @@ def _cost_files(path: Path) -> dict[str, Path]:
 
 def _split_key(key: str, path: Path, number: int) -> tuple[str, int]:
     utt, dash, rank = key.rpartition("-")
-    if not dash or not rank.isdigit() or not utt:
-        raise NBestFormatError(path, number, "key is not '<utt>-<rank>'", key)
+    if not dash or not rank.isdigit() or not utt or rank != str(int(rank)):
+        raise NBestFormatError(path, number, "key is not '<utt>-<rank>' (rank a positive integer)", key)
     return utt, int(rank)
 
 
@@ -56,7 +57,12 @@ def read(path: str | Path) -> NBest:
                 raise NBestFormatError(file, number, f"key not in {WORDS}", key)
             if not raw.strip():
                 raise NBestFormatError(file, number, "truncated line (no cost)", line)
-            values[key] = (-parse_score(raw, file, number, column), raw.strip())
+            if key in values:
+                raise NBestFormatError(file, number, "duplicate key", key)
+            cost = parse_score(raw, file, number, column)
+            if cost == -math.inf:
+                raise NBestFormatError(file, number, "cost is -inf", raw)
+            values[key] = (-cost, raw.strip())
         missing = next((k for k in keys if k not in values), None)
         if missing is not None:
             raise NBestFormatError(words, keys[missing], f"key has no cost in {file.name}", missing)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import main_column, native_value, parse_score, read_lines, write_text
+from .common import load_json, main_column, native_value, parse_score, read_lines, write_text
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -32,10 +32,7 @@ def read_manifest(path: str | Path) -> list[tuple[str, str | None, int]]:
     for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise NBestFormatError(path, number, f"invalid JSON ({err.msg})", line) from None
+        obj = load_json(line, path, number)
         if not isinstance(obj, dict):
             raise NBestFormatError(path, number, "manifest line is not a JSON object", line)
         audio = obj.get("audio_filepath")
