@@ -1,5 +1,7 @@
 # `make demo` and `make test` each set up .venv on a fresh machine first.
 PYTHON ?= python3
+# The CPU wheel this workplace serves locally; `make TORCH=torch` takes whatever pip picks (e.g. a CUDA build).
+TORCH  ?= torch==2.13.0
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -11,6 +13,7 @@ setup: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 

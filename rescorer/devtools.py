@@ -1,0 +1,115 @@
+"""Random-weight models of real architectures with tokenizers trained offline, for tests and speed benchmarks.
+
+Speed does not depend on the weights, and exactness checks only need the same
+model on both sides, so no pretrained checkpoint is required. Everything is
+saved with ``save_pretrained`` and loaded back through the real loading code.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+SIZES = {
+    "tiny": dict(hidden=64, layers=2, heads=2, intermediate=128),
+    "small": dict(hidden=256, layers=4, heads=4, intermediate=1024),
+    "base": dict(hidden=768, layers=12, heads=12, intermediate=3072),
+}
+MASKED = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert")
+CAUSAL = ("gpt2", "llama")
+
+
+def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int):
+    """A fast tokenizer trained on ``texts``: WordPiece (BERT-style, uncased) or byte-level BPE (RoBERTa/GPT-2-style)."""
+    from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer
+    from transformers import BertTokenizerFast, GPT2TokenizerFast, RobertaTokenizerFast
+
+    texts = list(texts)
+    if kind == "wordpiece":
+        raw = BertWordPieceTokenizer(lowercase=True)
+        raw.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1,
+                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+        return BertTokenizerFast(tokenizer_object=raw._tokenizer, unk_token="[UNK]", sep_token="[SEP]",
+                                 pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]", do_lower_case=True)
+    raw = ByteLevelBPETokenizer(add_prefix_space=False)
+    if kind == "roberta-bpe":
+        raw.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1,
+                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        tok = RobertaTokenizerFast(tokenizer_object=raw._tokenizer, bos_token="<s>", eos_token="</s>",
+                                   sep_token="</s>", cls_token="<s>", unk_token="<unk>", pad_token="<pad>",
+                                   mask_token="<mask>")
+        from tokenizers.processors import RobertaProcessing
+
+        tok.backend_tokenizer.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True)
+        return tok
+    if kind == "gpt2-bpe":
+        raw.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=["<|endoftext|>"])
+        return GPT2TokenizerFast(tokenizer_object=raw._tokenizer, bos_token="<|endoftext|>",
+                                 eos_token="<|endoftext|>", unk_token="<|endoftext|>")
+    raise ValueError(f"unknown tokenizer kind {kind!r}")
+
+
+def tokenizer_kind(arch: str) -> str:
+    return {"bert": "wordpiece", "distilbert": "wordpiece", "albert": "wordpiece", "electra": "wordpiece",
+            "modernbert": "wordpiece", "roberta": "roberta-bpe", "gpt2": "gpt2-bpe", "llama": "gpt2-bpe"}[arch]
+
+
+def model_config(arch: str, size: str, tokenizer):
+    """A transformers config of ``arch`` at ``size`` whose vocabulary is exactly the tokenizer's."""
+    import transformers as tf
+
+    s = SIZES[size]
+    vocab = len(tokenizer)
+    common = dict(vocab_size=vocab, pad_token_id=tokenizer.pad_token_id)
+    if arch == "bert":
+        return tf.BertConfig(hidden_size=s["hidden"], num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                             intermediate_size=s["intermediate"], **common)
+    if arch == "roberta":
+        return tf.RobertaConfig(hidden_size=s["hidden"], num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                                intermediate_size=s["intermediate"], max_position_embeddings=514,
+                                bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, **common)
+    if arch == "distilbert":
+        return tf.DistilBertConfig(dim=s["hidden"], n_layers=s["layers"], n_heads=s["heads"],
+                                   hidden_dim=s["intermediate"], **common)
+    if arch == "albert":
+        return tf.AlbertConfig(embedding_size=min(128, s["hidden"]), hidden_size=s["hidden"],
+                               num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                               intermediate_size=s["intermediate"], **common)
+    if arch == "electra":
+        return tf.ElectraConfig(embedding_size=s["hidden"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                                num_attention_heads=s["heads"], intermediate_size=s["intermediate"], **common)
+    if arch == "modernbert":
+        return tf.ModernBertConfig(hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                                   num_attention_heads=s["heads"], intermediate_size=s["intermediate"],
+                                   global_attn_every_n_layers=2, local_attention=16, **common,
+                                   bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                                   cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+    if arch == "gpt2":
+        return tf.GPT2Config(n_embd=s["hidden"], n_layer=s["layers"], n_head=s["heads"], n_inner=s["intermediate"],
+                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                             vocab_size=vocab)
+    if arch == "llama":
+        return tf.LlamaConfig(hidden_size=s["hidden"], num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                              intermediate_size=s["intermediate"], bos_token_id=tokenizer.bos_token_id,
+                              eos_token_id=tokenizer.eos_token_id, vocab_size=vocab)
+    raise ValueError(f"unknown architecture {arch!r}")
+
+
+def build_model(arch: str, size: str, texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2000,
+                seed: int = 0) -> Path:
+    """Train a tokenizer on ``texts``, build a random ``arch`` model of ``size``, save both to ``out_dir``."""
+    import torch
+    import transformers as tf
+
+    out = Path(out_dir)
+    if (out / "config.json").exists():
+        return out
+    tokenizer = train_tokenizer(tokenizer_kind(arch), texts, vocab_size)
+    config = model_config(arch, size, tokenizer)
+    torch.manual_seed(seed)
+    auto = tf.AutoModelForCausalLM if arch in CAUSAL else tf.AutoModelForMaskedLM
+    model = auto.from_config(config)
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out

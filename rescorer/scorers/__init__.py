@@ -1,0 +1,36 @@
+"""Language-model scorers: ``load_scorer(kind, model, **options)``."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import EngineConfig
+from ..errors import ConfigError
+from ..normalise import Normaliser
+from .base import Scorer
+
+KINDS = ("pll", "ll")
+
+
+def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: bool = False,
+                store: Any = None, budget: int | None = None, progress: bool | None = None,
+                **options: Any) -> Scorer:
+    """A scorer with ``.score(texts)`` and ``.token_scores(texts)``.
+
+    ``kind``: ``pll`` (masked LM; ``variant=``, ``words=``) or ``ll`` (causal LM; ``bos=``, ``score_eos=``,
+    ``gguf_file=``). Common options: ``case``, ``append_period``, ``store`` (SQLite path), ``budget`` (tokens per
+    batch, padding counted), ``device``, ``dtype``, ``revision``, ``trust_remote_code``.
+    """
+    common = dict(normaliser=Normaliser(case, append_period), store=store,
+                  engine=EngineConfig(budget=budget, progress=progress))
+    if kind == "pll":
+        from .masked import MaskedLMScorer
+
+        return MaskedLMScorer(model, **options, **common)
+    if kind == "ll":
+        from .causal import CausalLMScorer
+
+        return CausalLMScorer(model, **options, **common)
+    raise ConfigError(f"unknown scorer kind {kind!r} (choose from {', '.join(KINDS)})")
+
+
+__all__ = ["KINDS", "Scorer", "load_scorer"]

@@ -1,0 +1,91 @@
+"""What every scorer is: a signature, a way to turn a text into model rows, and the public score API."""
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import __version__
+from ..engine import EngineConfig, EngineStats, run
+from ..normalise import Normaliser
+from ..store import ScoreStore
+
+
+class Scorer(ABC):
+    """A sentence scorer. Subclasses say how a text becomes rows; the engine batches and runs them."""
+
+    kind: str = "scorer"
+    default_budget: int = 1024
+
+    def __init__(self, normaliser: Normaliser | None = None, store: str | Path | ScoreStore | None = None,
+                 engine: EngineConfig | None = None):
+        self.normaliser = normaliser or Normaliser()
+        self.store = ScoreStore(store) if isinstance(store, (str, Path)) else store
+        self.engine = engine or EngineConfig()
+        self.last_stats = EngineStats()
+
+    # ---- what a subclass provides
+    @property
+    @abstractmethod
+    def signature(self) -> str:
+        """Everything that changes the numbers, as ``key:value|…`` (the score store's key)."""
+
+    @abstractmethod
+    def prepare(self, text: str) -> Any:
+        """Tokenize one scored text into whatever ``forward`` needs."""
+
+    @abstractmethod
+    def num_rows(self, sentence: Any) -> int:
+        """Model rows this sentence needs (masked copies, or 1 for a causal pass)."""
+
+    @abstractmethod
+    def row_length(self, sentence: Any) -> int:
+        """Tokens in each of its rows, special tokens included (what a batch pads to)."""
+
+    @abstractmethod
+    def num_targets(self, sentence: Any) -> int:
+        """Scored tokens of the sentence."""
+
+    @abstractmethod
+    def targets(self, sentence: Any, row: int) -> slice:
+        """Which scored tokens ``row`` produces."""
+
+    @abstractmethod
+    def forward(self, rows: Sequence[tuple[Any, int]]) -> list[Any]:
+        """Log-probs (natural log, fp32) of the targets of each (sentence, row)."""
+
+    def release_memory(self) -> None:
+        """Free cached accelerator memory after an out-of-memory error."""
+
+    # ---- the public API
+    def _signature(self, **parts: Any) -> str:
+        fields = "|".join(f"{k}:{v}" for k, v in parts.items())
+        return f"{self.kind}|{fields}|{self.normaliser.signature}|rescorer:{__version__}"
+
+    def scored_texts(self, texts: Sequence[str]) -> list[str]:
+        return [self.normaliser(t) for t in texts]
+
+    def compute(self, texts: Sequence[str]) -> list[tuple[float, list[float]]]:
+        scored = self.scored_texts(texts)
+        results, self.last_stats = run(self, scored, self.store, self.engine)
+        return [results[t] for t in scored]
+
+    def score(self, texts: Sequence[str]) -> list[float]:
+        """Summed log-score of each text (natural log, higher = better)."""
+        return [total for total, _ in self.compute(texts)]
+
+    def token_scores(self, texts: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probs of each text, in token order (special tokens never scored)."""
+        return [tokens for _, tokens in self.compute(texts)]
+
+
+def no_grad_context(device: str, dtype: Any) -> contextlib.AbstractContextManager:
+    """``inference_mode`` plus autocast to ``dtype`` on GPU (fp32 runs plain)."""
+    import torch
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.inference_mode())
+    if device.startswith("cuda") and dtype != torch.float32:
+        stack.enter_context(torch.autocast("cuda", dtype=dtype))
+    return stack

@@ -1,0 +1,88 @@
+"""Load Hugging Face models and tokenizers safely (no remote code unless asked), and fingerprint them."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScorerError
+
+_FINGERPRINTED = ("*.safetensors", "*.bin", "*.gguf", "*.pt", "*.json", "*.model", "*.txt")
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ScorerError(f"device={device!r} but CUDA is not available")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    """``auto``: fp32 on CPU (bf16 is slower there and moves scores), bf16 (else fp16) autocast on GPU."""
+    import torch
+
+    if dtype == "auto":
+        if not device.startswith("cuda"):
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    names = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+             "fp16": torch.float16, "float16": torch.float16}
+    if dtype not in names:
+        raise ScorerError(f"unknown dtype {dtype!r} (choose auto, fp32, bf16 or fp16)")
+    return names[dtype]
+
+
+def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
+                    trust_remote_code: bool = False) -> tuple[Any, Any]:
+    """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        path, gguf_file = path.parent, path.name
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if revision:
+        kwargs["revision"] = revision
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    source = str(path) if path.exists() else name
+    if path.exists():
+        kwargs["local_files_only"] = True
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        model = auto_class.from_pretrained(source, **kwargs)
+    except (OSError, ValueError, ImportError) as err:
+        hint = ("" if path.exists() else
+                f" If this machine is offline, download it where there is network "
+                f"(`hf download {name} --local-dir DIR`) and pass the directory as the model.")
+        raise ScorerError(f"cannot load model {name!r}: {str(err).splitlines()[0]}.{hint}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise ScorerError(f"model {name!r} has no fast tokenizer (word boundaries need one)")
+    model.eval()
+    return tokenizer, model
+
+
+def fingerprint(name: str, model: Any) -> str:
+    """A short content hash of a local model (names, sizes, first and last MiB of each file), else the hub commit."""
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf":
+        files = [path]
+    elif path.is_dir():
+        files = sorted(f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file())
+    else:
+        return str(getattr(model.config, "_commit_hash", None) or "hub")
+    digest = hashlib.sha256()
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.name}:{size}".encode())
+        with file.open("rb") as handle:
+            digest.update(handle.read(1 << 20))
+            if size > 2 << 20:
+                handle.seek(-(1 << 20), 2)
+                digest.update(handle.read(1 << 20))
+    return digest.hexdigest()[:12]

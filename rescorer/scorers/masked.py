@@ -1,0 +1,158 @@
+"""Masked-LM pseudo-log-likelihood (spec §1.1): one masked copy per token, four masking variants.
+
+The encoder runs on each batch of copies, its hidden state is gathered at the
+scored position of each copy and only then goes through the MLM head, so the
+vocabulary projection costs one position per copy instead of all of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import Scorer, no_grad_context
+from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
+
+VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
+WORDS = ("tokenizer", "whitespace")
+
+# The MLM head of each architecture, applied to gathered hidden states [B, H] → logits [B, V].
+HEADS: dict[str, Callable[[Any, Any], Any]] = {
+    "BertForMaskedLM": lambda m, h: m.cls(h),
+    "RobertaForMaskedLM": lambda m, h: m.lm_head(h),
+    "XLMRobertaForMaskedLM": lambda m, h: m.lm_head(h),
+    "CamembertForMaskedLM": lambda m, h: m.lm_head(h),
+    "AlbertForMaskedLM": lambda m, h: m.predictions(h),
+    "DistilBertForMaskedLM": lambda m, h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
+    "ElectraForMaskedLM": lambda m, h: m.generator_lm_head(m.generator_predictions(h)),
+    "ModernBertForMaskedLM": lambda m, h: m.decoder(m.head(h)),
+}
+
+
+@dataclass(frozen=True)
+class MaskedSentence:
+    ids: np.ndarray        # token ids with special tokens
+    positions: np.ndarray  # position (in ids) of each scored token
+    lo: np.ndarray         # masked span [lo, hi) (in ids) of the copy scoring each token
+    hi: np.ndarray
+
+
+def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """For scored token j (0-based, with its word index), the half-open span of scored tokens masked."""
+    n = len(words)
+    words = np.asarray(words)
+    index = np.arange(n)
+    new_word = np.r_[True, words[1:] != words[:-1]] if n else np.zeros(0, bool)
+    start = np.maximum.accumulate(np.where(new_word, index, 0)) if n else index
+    end_word = np.r_[words[1:] != words[:-1], True] if n else np.zeros(0, bool)
+    end = (np.minimum.accumulate(np.where(end_word, index, n)[::-1])[::-1] + 1) if n else index
+    if variant == "original":
+        return index, index + 1
+    if variant == "word_l2r":
+        return index, end
+    if variant == "whole_word":
+        return start, end
+    if variant == "sentence_l2r":
+        return index, np.full(n, n)
+    raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
+
+
+class MaskedLMScorer(Scorer):
+    """PLL of any Hugging Face masked LM; ``variant`` in original | word_l2r | whole_word | sentence_l2r."""
+
+    kind = "pll"
+    default_budget = 2048
+
+    def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
+                 dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,
+                 head_at_mask: bool = True, **common: Any):
+        super().__init__(**common)
+        if variant not in VARIANTS:
+            raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
+        if words not in WORDS:
+            raise ConfigError(f"words must be one of {', '.join(WORDS)}, not {words!r}")
+        from transformers import AutoModelForMaskedLM
+
+        self.model_name, self.variant, self.words = model, variant, words
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.tokenizer, self.model = load_pretrained(AutoModelForMaskedLM, model, revision=revision,
+                                                     trust_remote_code=trust_remote_code)
+        self.model.to(self.device)
+        if self.tokenizer.mask_token_id is None:
+            raise ConfigError(f"model {model!r} has no mask token")
+        self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
+        self.encoder = self.model.base_model if self.head is not None else None
+        self._fingerprint = fingerprint(model, self.model)
+        self._dtype_name = str(self.dtype).removeprefix("torch.")
+
+    @property
+    def signature(self) -> str:
+        return self._signature(model=f"{self.model_name}@{self._fingerprint}", variant=self.variant,
+                               words=self.words, dtype=self._dtype_name)
+
+    def prepare(self, text: str) -> MaskedSentence:
+        enc = self.tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=self.words == "whitespace")
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        positions = np.flatnonzero(np.asarray(enc["special_tokens_mask"]) == 0)
+        if self.words == "whitespace":
+            starts = [enc["offset_mapping"][p][0] for p in positions]
+            word_of_char = np.cumsum([c.isspace() for c in text]) if text else np.zeros(0)
+            words = [int(word_of_char[s]) for s in starts]
+        else:
+            word_ids = enc.word_ids()
+            words = [word_ids[p] for p in positions]
+        lo, hi = mask_spans(words, self.variant)
+        if len(positions):
+            lo, hi = positions[lo], positions[hi - 1] + 1
+        return MaskedSentence(ids, positions, lo, hi)
+
+    def num_rows(self, sentence: MaskedSentence) -> int:
+        return len(sentence.positions)
+
+    def num_targets(self, sentence: MaskedSentence) -> int:
+        return len(sentence.positions)
+
+    def row_length(self, sentence: MaskedSentence) -> int:
+        return len(sentence.ids)
+
+    def targets(self, sentence: MaskedSentence, row: int) -> slice:
+        return slice(row, row + 1)
+
+    def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> list[np.ndarray]:
+        import torch
+
+        lengths = np.array([len(s.ids) for s, _ in rows])
+        width = int(lengths.max())
+        ids = np.full((len(rows), width), self.tokenizer.pad_token_id or 0, dtype=np.int64)
+        for b, (s, _) in enumerate(rows):
+            ids[b, : len(s.ids)] = s.ids
+        lo = np.array([s.lo[r] for s, r in rows])[:, None]
+        hi = np.array([s.hi[r] for s, r in rows])[:, None]
+        target_pos = np.array([s.positions[r] for s, r in rows])
+        target_ids = ids[np.arange(len(rows)), target_pos].copy()
+        span = np.arange(width)[None, :]
+        ids[(span >= lo) & (span < hi)] = self.tokenizer.mask_token_id
+        input_ids = torch.from_numpy(ids).to(self.device)
+        attention = None
+        if (lengths != width).any():
+            attention = torch.from_numpy((span < lengths[:, None]).astype(np.int64)).to(self.device)
+        gather = torch.from_numpy(target_pos).to(self.device)
+        batch = torch.arange(len(rows), device=self.device)
+        with no_grad_context(self.device, self.dtype):
+            if self.head is not None:
+                hidden = self.encoder(input_ids=input_ids, attention_mask=attention)[0]
+                logits = self.head(self.model, hidden[batch, gather])
+            else:
+                logits = self.model(input_ids=input_ids, attention_mask=attention).logits[batch, gather]
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            picked = logp[batch, torch.from_numpy(target_ids).to(self.device)]
+        return list(picked.cpu().numpy()[:, None])
+
+    def release_memory(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

@@ -1,0 +1,69 @@
+"""Persistent score store: SQLite, keyed by (scorer signature, scored text); resumable and safe to read concurrently."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scores (
+    signature TEXT NOT NULL,
+    text      TEXT NOT NULL,
+    total     REAL NOT NULL,
+    tokens    TEXT NOT NULL,   -- JSON list of per-token log-probs, in order
+    PRIMARY KEY (signature, text)
+) WITHOUT ROWID;
+"""
+
+
+class ScoreStore:
+    """``{(signature, text): (total, per-token scores)}`` on disk; one writer, any number of readers (WAL)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    def get(self, signature: str, texts: Iterable[str]) -> dict[str, tuple[float, list[float]]]:
+        """Stored scores of those ``texts`` that have one."""
+        out: dict[str, tuple[float, list[float]]] = {}
+        texts = list(dict.fromkeys(texts))
+        for start in range(0, len(texts), 500):
+            chunk = texts[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT text, total, tokens FROM scores WHERE signature = ? AND text IN ({marks})", [signature, *chunk])
+            out.update({text: (total, json.loads(tokens)) for text, total, tokens in rows})
+        return out
+
+    def put(self, signature: str, scores: Mapping[str, tuple[float, Sequence[float]]]) -> None:
+        """Store finished sentences in one transaction (all or nothing)."""
+        if not scores:
+            return
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany(
+                "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",
+                [(signature, text, float(total), json.dumps([float(t) for t in tokens]))
+                 for text, (total, tokens) in scores.items()])
+
+    def count(self, signature: str | None = None) -> int:
+        if signature is None:
+            return self.db.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+        return self.db.execute("SELECT COUNT(*) FROM scores WHERE signature = ?", [signature]).fetchone()[0]
+
+    def signatures(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT DISTINCT signature FROM scores")]
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "ScoreStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,151 @@
+"""Scorers are exact: every PLL variant equals a naive per-copy loop, and minicons where it has the variant."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+from rescorer.errors import ConfigError, ScorerError
+from rescorer.scorers import load_scorer
+from rescorer.scorers.masked import VARIANTS
+
+from .models import tiny_models  # noqa: F401  (fixture)
+
+TEXTS = [
+    "MISTER QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES",
+    "NOR IS MISTER QUILTER'S MANNER LESS INTERESTING THAN HIS MATTER",
+    "A",
+    "",
+    "HE TELLS US THAT AT THIS FESTIVE SEASON OF THE YEAR WITH CHRISTMAS AND ROAST BEEF",
+    "UNQUESTIONABLY PHOTOSYNTHESIS'S ANTIDISESTABLISHMENTARIANISM",
+]
+
+
+def naive_pll(model_dir, text: str, variant: str) -> float:
+    """Build each masked copy on its own, run the full model on it, read the scored token's log-prob."""
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForMaskedLM.from_pretrained(model_dir).eval()
+    enc = tok(text, return_special_tokens_mask=True)
+    ids, words = enc["input_ids"], enc.word_ids()
+    scored = [i for i, special in enumerate(enc["special_tokens_mask"]) if not special]
+    total = 0.0
+    for i in scored:
+        if variant == "original":
+            masked = [i]
+        elif variant == "word_l2r":
+            masked = [j for j in scored if j >= i and words[j] == words[i]]
+        elif variant == "whole_word":
+            masked = [j for j in scored if words[j] == words[i]]
+        else:
+            masked = [j for j in scored if j >= i]
+        copy = list(ids)
+        for j in masked:
+            copy[j] = tok.mask_token_id
+        with torch.no_grad():
+            logits = model(torch.tensor([copy])).logits[0, i]
+        total += torch.log_softmax(logits, -1)[ids[i]].item()
+    return total
+
+
+def naive_ll(model_dir, text: str) -> float:
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"]]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0], -1)
+    return sum(logp[i, ids[i + 1]].item() for i in range(len(ids) - 1))
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pll_equals_naive_loop(tiny_models, arch, variant):
+    scorer = load_scorer("pll", str(tiny_models[arch]), variant=variant, progress=False)
+    got = scorer.score(TEXTS)
+    want = [naive_pll(tiny_models[arch], t, variant) for t in TEXTS]
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert got[3] == 0.0  # the empty text has no scored token
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta", "distilbert", "albert", "electra", "modernbert"])
+def test_head_at_mask_equals_full_logits(tiny_models, arch):
+    fast = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False)
+    full = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False, head_at_mask=False)
+    assert fast.head is not None and full.head is None
+    np.testing.assert_allclose(fast.score(TEXTS), full.score(TEXTS), atol=1e-4)
+
+
+def test_token_scores_sum_to_score_and_skip_special_tokens(tiny_models):
+    scorer = load_scorer("pll", str(tiny_models["bert"]), progress=False)
+    tok = AutoTokenizer.from_pretrained(tiny_models["bert"])
+    for text, tokens, total in zip(TEXTS, scorer.token_scores(TEXTS), scorer.score(TEXTS)):
+        assert len(tokens) == len(tok(text, add_special_tokens=False)["input_ids"])
+        assert sum(tokens) == pytest.approx(total, abs=1e-9)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_ll_equals_naive_loop(tiny_models, arch):
+    scorer = load_scorer("ll", str(tiny_models[arch]), progress=False)
+    np.testing.assert_allclose(scorer.score(TEXTS), [naive_ll(tiny_models[arch], t) for t in TEXTS], atol=1e-4)
+
+
+def test_score_eos_adds_the_end_token(tiny_models):
+    plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    with_eos = load_scorer("ll", str(tiny_models["gpt2"]), score_eos=True, progress=False)
+    for a, b in zip(plain.token_scores(TEXTS), with_eos.token_scores(TEXTS)):
+        assert len(b) == len(a) + 1 and b[:-1] == pytest.approx(a, abs=1e-4)
+
+
+@pytest.mark.parametrize("kind, arch", [("pll", "bert"), ("ll", "gpt2")])
+def test_scores_do_not_depend_on_budget_or_order(tiny_models, kind, arch):
+    reference = load_scorer(kind, str(tiny_models[arch]), budget=4096, progress=False).score(TEXTS)
+    for budget in (1, 37, 200):
+        scorer = load_scorer(kind, str(tiny_models[arch]), budget=budget, progress=False)
+        np.testing.assert_allclose(scorer.score(TEXTS), reference, atol=1e-4)
+        order = np.random.default_rng(budget).permutation(len(TEXTS))
+        np.testing.assert_allclose(scorer.score([TEXTS[i] for i in order]), [reference[i] for i in order], atol=1e-4)
+
+
+def test_identical_texts_are_scored_once(tiny_models):
+    scorer = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    scores = scorer.score(["A CAT", "A CAT", "A DOG", "A CAT"])
+    assert scores[0] == scores[1] == scores[3]
+    assert scorer.last_stats.sentences == 2 and scorer.last_stats.rows_computed == 2
+
+
+def test_normalisation_changes_the_scored_text_only(tiny_models):
+    scorer = load_scorer("ll", str(tiny_models["gpt2"]), case="sentence", append_period=True, progress=False)
+    assert scorer.scored_texts(["HELLO  WORLD"]) == ["Hello world."]
+    plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    assert scorer.score(["HELLO WORLD"]) == pytest.approx(plain.score(["Hello world."]))
+    assert "case:sentence|period:yes" in scorer.signature
+
+
+def test_out_of_memory_halves_the_budget_and_keeps_scores(tiny_models, monkeypatch):
+    scorer = load_scorer("pll", str(tiny_models["bert"]), budget=4096, progress=False)
+    reference = scorer.score(TEXTS)
+    real_forward = scorer.forward
+
+    def forward(rows):
+        if sum(len(s.ids) for s, _ in rows) > 300:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_forward(rows)
+
+    monkeypatch.setattr(scorer, "forward", forward)
+    np.testing.assert_allclose(scorer.score(TEXTS), reference, atol=1e-4)
+    assert scorer.last_stats.budgets and scorer.last_stats.budgets[-1] < 4096
+
+
+def test_bad_options_are_clear_errors(tiny_models, tmp_path):
+    with pytest.raises(ConfigError, match="variant"):
+        load_scorer("pll", str(tiny_models["bert"]), variant="random")
+    with pytest.raises(ConfigError, match="kind"):
+        load_scorer("mlm", str(tiny_models["bert"]))
+    with pytest.raises(ScorerError, match="cannot load model"):
+        load_scorer("pll", str(tmp_path))
+
+
+def test_offline_hub_name_says_how_to_use_a_local_copy(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ScorerError, match="--local-dir"):
+        load_scorer("pll", "no-such-org/no-such-bert")

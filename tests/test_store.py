@@ -1,0 +1,101 @@
+"""The score store: persistent, keyed by signature, and a killed run resumes without recomputing finished rows."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rescorer import read_nbest
+from rescorer.scorers import load_scorer
+from rescorer.store import ScoreStore
+
+from .conftest import DEMO
+from .models import tiny_models  # noqa: F401  (fixture)
+
+
+def test_put_get_and_signatures_are_separate(tmp_path):
+    with ScoreStore(tmp_path / "s.sqlite") as store:
+        store.put("sig-a", {"a cat": (-1.5, [-1.0, -0.5]), "": (0.0, [])})
+        store.put("sig-b", {"a cat": (-9.0, [-9.0])})
+        assert store.get("sig-a", ["a cat", "a dog", ""]) == {"a cat": (-1.5, [-1.0, -0.5]), "": (0.0, [])}
+        assert store.get("sig-b", ["a cat"]) == {"a cat": (-9.0, [-9.0])}
+        assert store.count() == 3 and sorted(store.signatures()) == ["sig-a", "sig-b"]
+
+
+def test_readers_see_committed_rows_while_a_writer_holds_a_transaction(tmp_path):
+    path = tmp_path / "s.sqlite"
+    writer = ScoreStore(path)
+    writer.put("sig", {"one": (-1.0, [-1.0])})
+    writer.db.execute("BEGIN IMMEDIATE")
+    writer.db.execute("INSERT INTO scores VALUES ('sig', 'two', -2.0, '[-2.0]')")
+    reader = ScoreStore(path)
+    assert reader.get("sig", ["one", "two"]) == {"one": (-1.0, [-1.0])}
+    writer.db.execute("COMMIT")
+    assert reader.get("sig", ["one", "two"]) == {"one": (-1.0, [-1.0]), "two": (-2.0, [-2.0])}
+
+
+def test_second_run_reads_everything_from_the_store(tiny_models, tmp_path):
+    texts = ["A CAT SAT", "A DOG", "A CAT SAT"]
+    first = load_scorer("pll", str(tiny_models["bert"]), store=tmp_path / "s.sqlite", progress=False)
+    scores = first.score(texts)
+    again = load_scorer("pll", str(tiny_models["bert"]), store=tmp_path / "s.sqlite", progress=False)
+    assert again.score(texts) == scores
+    assert again.last_stats.cached == 2 and again.last_stats.rows_computed == 0
+    other = load_scorer("pll", str(tiny_models["bert"]), variant="original", store=tmp_path / "s.sqlite", progress=False)
+    other.score(texts)
+    assert other.last_stats.cached == 0  # another variant is another signature
+
+
+SCRIPT = """
+import json, sys
+from rescorer.scorers import load_scorer
+texts = json.load(open(sys.argv[2]))
+scorer = load_scorer("pll", sys.argv[1], store=sys.argv[3], budget=512, progress=False)
+scorer.engine.flush_seconds = 0.0
+scorer.score(texts)
+"""
+
+
+def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
+    texts = [h.text for name in ("dev_other", "test_clean") for u in read_nbest(DEMO / name) for h in u.hyps]
+    texts = list(dict.fromkeys(texts))[:5000]
+    assert len(texts) == 5000
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    store_path = tmp_path / "store.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tiny_models["bert"]), str(tmp_path / "texts.json"),
+                             str(store_path)])
+    deadline = time.time() + 300
+    stored = 0
+    while time.time() < deadline and proc.poll() is None:
+        if store_path.exists():
+            try:
+                stored = sqlite3.connect(store_path, timeout=5).execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+            except sqlite3.OperationalError:
+                stored = 0
+        if stored >= 1500:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+
+    scorer = load_scorer("pll", str(tiny_models["bert"]), store=store_path, progress=False)
+    with ScoreStore(store_path) as store:
+        kept = store.get(scorer.signature, texts)
+    assert 1500 <= len(kept) < len(texts)
+    missing_rows = sum(scorer.num_rows(scorer.prepare(t)) for t in texts if t not in kept)
+    resumed = scorer.score(texts)
+    assert scorer.last_stats.cached == len(kept)
+    assert scorer.last_stats.rows_computed == missing_rows
+
+    sample = np.random.default_rng(0).choice(len(texts), 300, replace=False)
+    fresh = load_scorer("pll", str(tiny_models["bert"]), progress=False).score([texts[i] for i in sample])
+    np.testing.assert_allclose([resumed[i] for i in sample], fresh, atol=1e-5)
+    assert all(resumed[i] == pytest.approx(kept[texts[i]][0], abs=0) for i in range(len(texts)) if texts[i] in kept)
