@@ -57,7 +57,7 @@ def detect_format(path: str | Path) -> str:
             obj = json.loads(head)
         except json.JSONDecodeError:
             obj = None
-        if isinstance(obj, dict) and "hyps" in obj:
+        if isinstance(obj, dict) and ("hyps" in obj or set(obj) == {"nbest"}):
             return "jsonl"
         if isinstance(obj, dict) and ("translation" in obj or "translations" in obj):
             return "sockeye"

@@ -3,7 +3,8 @@
 Canonical JSONL (ours): one utterance per line,
 ``{"id": str, "ref": str|null, "hyps": [{"text": str, "scores": {name: float}, "raw"?: {name: str},
 "tokens"?: str, "meta"?: {str: str}}], "meta"?: {str: str}}``; hypotheses best first,
-scores natural log, higher = better.
+scores natural log, higher = better. An optional first line ``{"nbest": {"fmt": str, "meta": {str: str}}}``
+keeps what the source format needs to write its raw values back (e.g. fairseq's ``log_base``).
 """
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]
     return parse_score(raw, path, line, column), raw
 
 
+def json_number(text: str) -> int | float:
+    """A number as JSON writes it back: ``-5`` stays an integer, ``-5.0`` a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise NBestFormatError(path, line, f"{what} must be an object of strings", value)
@@ -45,8 +54,14 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 # ---------------------------------------------------------------- canonical JSONL
 def read_jsonl(path: str | Path) -> NBest:
     path = Path(path)
-    utterances, seen = [], set()
+    utterances, seen, header = [], set(), {}
     for number, obj in _json_lines(path):
+        if not utterances and not seen and isinstance(obj, dict) and set(obj) == {"nbest"}:
+            header = obj["nbest"]
+            if not isinstance(header, dict) or not isinstance(header.get("meta", {}), dict):
+                raise NBestFormatError(path, number, "'nbest' header must be {'fmt': str, 'meta': {str: str}}", obj)
+            _strings(header.get("meta", {}), path, number, "'nbest.meta'")
+            continue
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
             raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
         uid = str(obj["id"])
@@ -69,7 +84,7 @@ def read_jsonl(path: str | Path) -> NBest:
             raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
         meta = _strings(obj.get("meta", {}), path, number, "'meta'")
         utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
-    return NBest(utterances, fmt="jsonl", source=str(path))
+    return NBest(utterances, fmt="jsonl", meta=dict(header.get("meta", {})), source=str(path))
 
 
 def jsonl_line(utt: Utterance) -> str:
@@ -90,7 +105,8 @@ def jsonl_line(utt: Utterance) -> str:
 
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
-    write_text(path, "".join(jsonl_line(u) + "\n" for u in nbest))
+    header = json.dumps({"nbest": {"fmt": nbest.fmt, "meta": dict(nbest.meta)}}) + "\n" if nbest.meta else ""
+    write_text(path, header + "".join(jsonl_line(u) + "\n" for u in nbest))
 
 
 # ---------------------------------------------------------------- Sockeye 3
@@ -181,8 +197,7 @@ def write_mlm_scoring(nbest: NBest, path: str | Path) -> None:
     for utt in nbest:
         entry: dict[str, Any] = {} if utt.ref is None else {"ref": utt.ref}
         for rank, h in enumerate(utt.hyps, 1):
-            score = float(native_value(h, main_column(h)))
-            entry[f"hyp_{rank}"] = {"score": score, "text": h.text}
+            entry[f"hyp_{rank}"] = {"score": json_number(native_value(h, main_column(h))), "text": h.text}
         doc[utt.id] = entry
     write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 

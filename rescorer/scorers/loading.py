@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,11 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     return names[dtype]
 
 
+def offline() -> bool:
+    """True when the user asked Hugging Face to stay offline (read now, not at import time)."""
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
 def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
                     trust_remote_code: bool = False) -> tuple[Any, Any]:
     """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name."""
@@ -51,7 +57,7 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     source = str(path) if path.exists() else name
-    if path.exists():
+    if path.exists() or offline():
         kwargs["local_files_only"] = True
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
