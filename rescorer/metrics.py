@@ -45,6 +45,10 @@ class Metric:
     def better(self, a: float, b: float) -> bool:
         return a > b if self.higher_is_better else a < b
 
+    def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
+        """The corpus metric computed by the peer library itself on the strings (the reference path)."""
+        raise NotImplementedError
+
 
 class WER(Metric):
     """Word error rate as a fraction, exactly ``jiwer.wer`` (S+D+I)/(H+S+D)."""
@@ -72,6 +76,10 @@ class WER(Metric):
         errors, words = stats[..., 0].astype(float), stats[..., 1].astype(float)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(words > 0, errors / np.maximum(words, 1), errors)
+
+    def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
+        transform = WER_TRANSFORMS[self.transform]
+        return jiwer.wer(list(refs), list(hyps), reference_transform=transform, hypothesis_transform=transform)
 
     @property
     def signature(self) -> str:
@@ -129,6 +137,9 @@ class BLEUMetric(Metric):
                 log_p[..., n] = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -9999999999.0)
             score = bp * np.exp(log_p.sum(-1) / self.order)
         return np.where(any_match, score, 0.0)
+
+    def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
+        return self.bleu.corpus_score(list(hyps), [list(refs)]).score
 
     @property
     def signature(self) -> str:
@@ -217,3 +228,46 @@ def bleu(refs: Sequence[str], hyps: Sequence[str], **options) -> float:
     """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``."""
     metric = BLEUMetric(**options)
     return float(metric.from_stats(metric.segment_stats(refs, hyps).sum(0)))
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """(Pseudo-)perplexity of a text set (spec §1.5): exp(−Σ log-score / N), N in scored tokens or in words."""
+
+    log_score: float
+    tokens: int
+    words: int
+
+    @classmethod
+    def of(cls, token_scores: Sequence[Sequence[float]], texts: Sequence[str]) -> "Perplexity":
+        if len(token_scores) != len(texts):
+            raise ConfigError(f"{len(token_scores)} score lists but {len(texts)} texts")
+        return cls(float(sum(math.fsum(t) for t in token_scores)), sum(len(t) for t in token_scores),
+                   sum(len(text.split()) for text in texts))
+
+    @property
+    def token_level(self) -> float:
+        return math.exp(-self.log_score / self.tokens) if self.tokens else math.nan
+
+    @property
+    def word_level(self) -> float:
+        return math.exp(-self.log_score / self.words) if self.words else math.nan
+
+    def as_dict(self) -> dict[str, float]:
+        return {"token_ppl": self.token_level, "word_ppl": self.word_level, "tokens": self.tokens,
+                "words": self.words, "log_score": self.log_score}
+
+
+def paired_bootstrap(stats: NBestStats, baseline: np.ndarray, system: np.ndarray, samples: int = 1000,
+                     seed: int = 0, level: float = 0.95) -> dict[str, float]:
+    """Confidence interval of metric(system) − metric(baseline), resampling utterances with replacement
+    (Koehn 2004); both systems see the same resamples. Also the share of resamples where the system is better."""
+    rows = np.arange(len(baseline))
+    a, b = stats.stats[rows, baseline], stats.stats[rows, system]           # [U, S]
+    draws = np.random.default_rng(seed).integers(0, len(rows), size=(samples, len(rows)))
+    counts = np.stack([np.bincount(d, minlength=len(rows)) for d in draws])  # [B, U]
+    diff = stats.metric.from_stats(counts @ b) - stats.metric.from_stats(counts @ a)
+    tail = (1 - level) / 2
+    better = diff > 0 if stats.metric.higher_is_better else diff < 0
+    return {"low": float(np.quantile(diff, tail)), "high": float(np.quantile(diff, 1 - tail)),
+            "p_better": float(better.mean()), "samples": samples, "level": level}

@@ -94,3 +94,22 @@ class NBest:
 
     def with_utterances(self, utterances: Sequence[Utterance]) -> "NBest":
         return replace(self, utterances=tuple(utterances))
+
+    def texts(self) -> list[str]:
+        """Every hypothesis text, utterance by utterance, best first (the order ``with_columns`` takes)."""
+        return [h.text for u in self.utterances for h in u.hyps]
+
+    def with_columns(self, columns: Mapping[str, Sequence[float]]) -> "NBest":
+        """A copy with score columns added, one value per hypothesis in ``texts()`` order."""
+        for name, values in columns.items():
+            if len(values) != self.num_hypotheses:
+                raise ValueError(f"column {name!r} has {len(values)} values for {self.num_hypotheses} hypotheses")
+        at = iter(range(self.num_hypotheses))
+        utterances = []
+        for utt in self.utterances:
+            hyps = []
+            for hyp in utt.hyps:
+                i = next(at)
+                hyps.append(hyp.with_scores(**{name: float(values[i]) for name, values in columns.items()}))
+            utterances.append(replace(utt, hyps=tuple(hyps)))
+        return self.with_utterances(utterances)

@@ -1,11 +1,12 @@
 """Language-model scorers: ``load_scorer(kind, model, **options)``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..engine import EngineConfig
 from ..errors import ConfigError
 from ..normalise import Normaliser
+from ..types import NBest
 from .base import Scorer
 
 KINDS = ("pll", "ll")
@@ -33,4 +34,13 @@ def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: boo
     raise ConfigError(f"unknown scorer kind {kind!r} (choose from {', '.join(KINDS)})")
 
 
-__all__ = ["KINDS", "Scorer", "load_scorer"]
+def score_nbest(nbest: NBest, scorers: Mapping[str, Scorer]) -> tuple[NBest, dict[str, list[int]]]:
+    """``nbest`` with one column per scorer (its name), every hypothesis scored through the engine and store,
+    and each column's scored-token count per hypothesis (the lengths its penalties use)."""
+    texts = nbest.texts()
+    results = {name: scorer.compute(texts) for name, scorer in scorers.items()}
+    columns = {name: [total for total, _ in scored] for name, scored in results.items()}
+    return nbest.with_columns(columns), {name: [len(t) for _, t in scored] for name, scored in results.items()}
+
+
+__all__ = ["KINDS", "Scorer", "load_scorer", "score_nbest"]

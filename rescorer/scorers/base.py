@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..engine import EngineConfig, EngineStats, run
+from ..metrics import Perplexity
 from ..normalise import Normaliser
 from ..store import ScoreStore
 
@@ -78,6 +79,10 @@ class Scorer(ABC):
     def token_scores(self, texts: Sequence[str]) -> list[list[float]]:
         """Per-token log-probs of each text, in token order (special tokens never scored)."""
         return [tokens for _, tokens in self.compute(texts)]
+
+    def perplexity(self, texts: Sequence[str]) -> Perplexity:
+        """Token- and word-level (pseudo-)perplexity of ``texts`` (words of the scored text)."""
+        return Perplexity.of(self.token_scores(texts), self.scored_texts(texts))
 
 
 def no_grad_context(device: str, dtype: Any) -> contextlib.AbstractContextManager:

@@ -1,0 +1,138 @@
+"""Interpolation and weight search: planted optima are recovered, fast equals grid, bootstrap equals a naive loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rescorer import read_nbest
+from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
+from rescorer.combine.interpolate import best_ranks
+from rescorer.errors import ConfigError
+from rescorer.metrics import NBestStats, make_metric, paired_bootstrap
+from rescorer.types import Hypothesis, NBest, Utterance
+
+from .conftest import DEMO, LIBRISPEECH, MOSES, need
+
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+
+
+def planted(weights: dict[str, float], utterances: int = 120, n: int = 6, seed: int = 0) -> NBest:
+    """Random columns, where the hypothesis that is best under ``weights`` (and only it) equals the reference."""
+    rng = np.random.default_rng(seed)
+    names = ["score", *weights]
+    w = np.array([1.0, *weights.values()])
+    utts = []
+    for u in range(utterances):
+        ref = " ".join(rng.choice(WORDS, 5))
+        cols = rng.normal(size=(n, len(names)))
+        best = int((cols @ w).argmax())
+        hyps = []
+        for k in range(n):
+            words = ref.split()
+            if k != best:  # every other hypothesis has 1–3 word errors
+                for i in rng.choice(5, rng.integers(1, 4), replace=False):
+                    words[i] = "zulu"
+            hyps.append(Hypothesis(" ".join(words), dict(zip(names, map(float, cols[k])))))
+        utts.append(Utterance(f"u{u}", tuple(hyps), ref))
+    return NBest(utts)
+
+
+@pytest.mark.parametrize("planted_weights", [{"lm": 0.35}, {"lm": 0.6, "ctc": 0.3}])
+def test_both_searches_recover_planted_weights(planted_weights):
+    nbest = planted(planted_weights)
+    columns = [Column(name, range=(0, 1), step=0.05) for name in planted_weights]
+    features = Features.of(nbest, Column("score"), columns)
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    fast = fast_search(features, stats, columns)
+    grid = grid_search(nbest, features, stats, columns)
+    assert fast.dev == pytest.approx(0.0) and grid.dev == pytest.approx(0.0)
+    assert fast.weights == grid.weights
+    for name, value in planted_weights.items():  # the optimum is an interval around the planted weight
+        assert abs(fast.weights[name] - value) <= 0.1
+
+
+def test_coordinate_ascent_finds_planted_optimum_of_three_weights():
+    planted_weights = {"lm": 0.4, "ctc": 0.7, "len": 0.2}
+    nbest = planted(planted_weights, utterances=150, seed=3)
+    columns = [Column(name, range=(0, 1), step=0.1) for name in planted_weights]
+    features = Features.of(nbest, Column("score"), columns)
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    result = fast_search(features, stats, columns, restarts=6)
+    exhaustive = fast_search(features, stats, columns, exhaustive_up_to=3)
+    assert result.dev == pytest.approx(exhaustive.dev) == pytest.approx(0.0)
+    assert result.evaluated < len(weight_grid(columns))
+
+
+def test_ties_go_to_the_largest_weights():
+    nbest = planted({"lm": 0.5}, utterances=40)
+    nbest = nbest.with_columns({"flat": [0.0] * nbest.num_hypotheses})  # a column that never changes the ranking
+    columns = [Column("lm", range=(0, 1), step=0.05), Column("flat", range=(0, 1), step=0.1)]
+    features = Features.of(nbest, Column("score"), columns)
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    assert fast_search(features, stats, columns).weights["flat"] == 1.0
+    assert grid_search(nbest, features, stats, columns).weights["flat"] == 1.0
+
+
+def test_length_penalties_follow_the_spec():
+    hyp = Hypothesis("a b c d", {"score": -2.0, "lm": -8.0})
+    nbest = NBest([Utterance("u", (hyp,), "a b c d")])
+    values = {}
+    for penalty in ("none", "gnmt", "tokens"):
+        features = Features.of(nbest, Column("score"), [Column("lm", penalty=penalty, alpha=0.6)], {"lm": [5]})
+        values[penalty] = features.values[0, 0, 1]
+    assert values == pytest.approx({"none": -8.0, "gnmt": -8.0 / ((5 + 5) / 6) ** 0.6, "tokens": -8.0 / 5})
+    words = Features.of(nbest, Column("score"), [Column("words")])
+    assert words.values[0, 0, 1] == 4  # the word bonus column counts words
+
+
+def test_missing_column_and_bad_penalty_are_clear_errors():
+    nbest = planted({"lm": 0.5}, utterances=3)
+    with pytest.raises(ConfigError, match="no score column 'pll'"):
+        Features.of(nbest, Column("score"), [Column("pll")])
+    with pytest.raises(ConfigError, match="penalty"):
+        Column("lm", penalty="length")
+
+
+def test_bootstrap_interval_equals_a_naive_loop():
+    nbest = read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    base, oracle = stats.baseline_ranks(), stats.oracle_ranks()
+    got = paired_bootstrap(stats, base, oracle, samples=200, seed=7)
+    rng = np.random.default_rng(7)
+    draws = rng.integers(0, len(nbest), size=(200, len(nbest)))
+    import jiwer
+
+    diffs = []
+    for d in draws:
+        refs = [nbest.utterances[i].ref for i in d]
+        diffs.append(jiwer.wer(refs, [nbest.utterances[i].hyps[oracle[i]].text for i in d])
+                     - jiwer.wer(refs, [nbest.utterances[i].hyps[0].text for i in d]))
+    assert got["low"] == pytest.approx(np.quantile(diffs, 0.025), abs=1e-12)
+    assert got["high"] == pytest.approx(np.quantile(diffs, 0.975), abs=1e-12)
+    assert got["high"] < 0 and got["p_better"] == 1.0
+
+
+@pytest.mark.parametrize("tuned", [["ctc"], ["ctc", "lm"]])
+def test_fast_equals_grid_on_real_librispeech(tuned):
+    path = need(LIBRISPEECH) / "dev_other"
+    nbest = read_nbest(path, refs=path / "references" / "ref_wer.trn")
+    nbest = nbest.with_utterances(nbest.utterances[:600])
+    columns = [Column(name, step=0.05 if k == 0 else 0.1) for k, name in enumerate(tuned)]
+    features = Features.of(nbest, Column("decoder"), columns)
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    fast, grid = fast_search(features, stats, columns), grid_search(nbest, features, stats, columns)
+    assert fast.weights == grid.weights
+    assert fast.dev == pytest.approx(grid.dev, abs=1e-12)
+    np.testing.assert_allclose(fast.values, grid.values, atol=1e-12)
+
+
+def test_fast_equals_grid_on_real_moses_bleu():
+    nbest = read_nbest(need(MOSES) / "nbest.out", refs=MOSES / "reference.txt")
+    metric = make_metric("bleu", lowercase=True, tokenize="none", force=True)
+    columns = [Column("lm_0", range=(0, 2), step=0.1)]
+    features = Features.of(nbest, Column("total"), columns)
+    stats = NBestStats.compute(nbest, metric)
+    fast, grid = fast_search(features, stats, columns), grid_search(nbest, features, stats, columns)
+    assert fast.weights == grid.weights
+    np.testing.assert_allclose(fast.values, grid.values, atol=1e-9)
+    assert best_ranks(features, np.array([0.0])).tolist() == [0] * len(nbest)  # weight 0 keeps Moses' 1-best
