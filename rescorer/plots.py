@@ -51,3 +51,26 @@ def weight_plot(result: SearchResult, names: list[str], metric: str, scale: floa
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
     return path
+
+
+def curve_plot(curve: list[dict], path: str | Path) -> Path:
+    """Dev pseudo-perplexity and masked-token accuracy against training tokens (domain adaptation)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tokens = [c["tokens"] for c in curve]
+    fig, left = plt.subplots(figsize=(7, 4))
+    left.plot(tokens, [c.get("dev_word_pppl", np.nan) for c in curve], "b.-", label="dev word PPPL")
+    left.set(xlabel="training tokens", ylabel="dev word-level PPPL", yscale="log")
+    right = left.twinx()
+    right.plot(tokens, [c["masked_accuracy"] for c in curve], "g.--", label="masked-token accuracy (train)")
+    right.set(ylabel="masked-token accuracy")
+    fig.legend(loc="upper right")
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return path

@@ -67,7 +67,8 @@ class MaskedLMScorer(Scorer):
 
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,
-                 head_at_mask: bool = True, **common: Any):
+                 head_at_mask: bool = True, loaded: tuple[Any, Any] | None = None, **common: Any):
+        """``loaded``: an in-memory (tokenizer, model) pair to score with instead of loading ``model``."""
         super().__init__(**common)
         if variant not in VARIANTS:
             raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
@@ -78,14 +79,14 @@ class MaskedLMScorer(Scorer):
         self.model_name, self.variant, self.words = model, variant, words
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.tokenizer, self.model = load_pretrained(AutoModelForMaskedLM, model, revision=revision,
-                                                     trust_remote_code=trust_remote_code)
+        self.tokenizer, self.model = loaded or load_pretrained(AutoModelForMaskedLM, model, revision=revision,
+                                                               trust_remote_code=trust_remote_code)
         self.model.to(self.device)
         if self.tokenizer.mask_token_id is None:
             raise ConfigError(f"model {model!r} has no mask token")
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
         self.encoder = self.model.base_model if self.head is not None else None
-        self._fingerprint = fingerprint(model, self.model)
+        self._fingerprint = "in-memory" if loaded else fingerprint(model, self.model)
         self._dtype_name = str(self.dtype).removeprefix("torch.")
 
     @property

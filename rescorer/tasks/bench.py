@@ -34,13 +34,18 @@ def bench_texts(n: int) -> tuple[list[str], str]:
     return texts[::step][:n], str(source)
 
 
-def bench_model(arch: str, size: str, cache: Path) -> Path:
-    """A random ``arch`` model of ``size`` saved under ``cache`` (built once)."""
+def bench_model(arch: str, size: str, cache: Path, tokenizer_dir: str | None = None) -> Path:
+    """A random ``arch`` model of ``size`` saved under ``cache`` (built once); BERT gets ``tokenizer_dir``'s
+    tokenizer, else the real uncased one from the MiniLM package when it is installed."""
+    from transformers import AutoTokenizer
+
     from ..devtools import build_model, real_bert_tokenizer
 
     texts, _ = bench_texts(5000)
     vocab = 30522 if arch == "bert" else 50257
-    tokenizer = real_bert_tokenizer() if arch == "bert" else None
+    tokenizer = None
+    if arch == "bert":
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir) if tokenizer_dir else real_bert_tokenizer()
     name = f"{arch}-{size}" + ("-uncased" if tokenizer is not None else "")
     return build_model(arch, size, texts, cache / name, vocab_size=vocab, tokenizer=tokenizer)
 
@@ -118,7 +123,7 @@ def peak_flops(device: str) -> tuple[str, float | None]:
 def bench(kind: str = "pll", size: str = "base", n: int = 200, threads: int = 2, device: str = "cpu",
           dtype: str = "auto", budget: int | None = None, batches: tuple[int, ...] = (1, 8, 32), repeats: int = 1,
           peers: tuple[str, ...] = ("minicons", "lm-scorer"), cache: str | Path = "exp/bench/models",
-          out_dir: str | Path = "exp/bench") -> dict[str, Any]:
+          tokenizer: str | None = None, out_dir: str | Path = "exp/bench") -> dict[str, Any]:
     import torch
 
     from ..scorers.loading import resolve_device
@@ -127,7 +132,7 @@ def bench(kind: str = "pll", size: str = "base", n: int = 200, threads: int = 2,
     device = resolve_device(device)
     texts, source = bench_texts(n)
     arch = "bert" if kind == "pll" else "gpt2"
-    path = bench_model(arch, size, Path(cache))
+    path = bench_model(arch, size, Path(cache), tokenizer)
     gpu, peak = peak_flops(device)
     mine = ours(kind, path, texts, device, dtype, budget, repeats)
     result: dict[str, Any] = {

@@ -1,0 +1,1 @@
+"""Training: domain adaptation of masked LMs (``adapt``) and the maskless student (``distill``)."""
