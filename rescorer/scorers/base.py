@@ -17,7 +17,9 @@ class Scorer(ABC):
     """A sentence scorer. Subclasses say how a text becomes rows; the engine batches and runs them."""
 
     kind: str = "scorer"
-    default_budget: int = 1024
+    default_budget: int = 1024      # tokens per batch on the CPU (moderate budgets are fastest there)
+    gpu_budget: int = 32768         # tokens per batch on a GPU (large batches keep it busy)
+    device: str = "cpu"
 
     def __init__(self, normaliser: Normaliser | None = None, store: str | Path | ScoreStore | None = None,
                  engine: EngineConfig | None = None):
@@ -55,6 +57,13 @@ class Scorer(ABC):
     @abstractmethod
     def forward(self, rows: Sequence[tuple[Any, int]]) -> list[Any]:
         """Log-probs (natural log, fp32) of the targets of each (sentence, row)."""
+
+    @property
+    def budget(self) -> int:
+        """The token budget per batch: the configured one, else this scorer's default for its device."""
+        if self.engine.budget:
+            return self.engine.budget
+        return self.gpu_budget if self.device.startswith("cuda") else self.default_budget
 
     def release_memory(self) -> None:
         """Free cached accelerator memory after an out-of-memory error."""

@@ -21,6 +21,7 @@ class CausalLMScorer(Scorer):
 
     kind = "ll"
     default_budget = 512
+    gpu_budget = 16384  # the logits of every position are kept: [tokens × vocabulary] fp32
 
     def __init__(self, model: str, bos: str = "auto", score_eos: bool = False, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,

@@ -83,7 +83,7 @@ def ours(kind: str, path: Path, texts: list[str], device: str, dtype: str, budge
     rows = [scorer.num_rows(s) for s in prepared]
     flops = sum(r * flops_per_row(scorer.model, n, 1 if kind == "pll" else n) for r, n in zip(rows, lengths))
     return {"seconds": seconds, "rows": sum(rows), "tokens": sum(n - 2 if kind == "pll" else n - 1 for n in lengths),
-            "flops": flops, "budget": budget or scorer.default_budget}
+            "flops": flops, "budget": scorer.budget}
 
 
 def minicons_run(kind: str, path: Path, texts: list[str], device: str, batch: int, repeats: int) -> float:
@@ -107,8 +107,8 @@ def lm_scorer_run(path: Path, texts: list[str], device: str, batch: int, repeats
     from lm_scorer.models.gpt2 import GPT2LMScorer
 
     model = GPT2LMScorer(str(path), device=device, batch_size=batch, eos=False)
-    model.sentence_score(texts[:2], reduce="sum")
-    return best_time(lambda: model.sentence_score(texts, reduce="sum"), repeats)
+    model.sentence_score(texts[:2], reduce="prod", log=True)
+    return best_time(lambda: model.sentence_score(texts, reduce="prod", log=True), repeats)
 
 
 def peak_flops(device: str) -> tuple[str, float | None]:
