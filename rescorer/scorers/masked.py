@@ -1,7 +1,7 @@
 """Masked-LM pseudo-log-likelihood (spec §1.1): one masked copy per token, four masking variants.
 
-The encoder runs on each batch of copies, its hidden state is gathered at the
-scored position of each copy and only then goes through the MLM head, so the
+The encoder runs on each batch of copies; its last layer (BERT-style models) and
+the MLM head are computed only at the scored position of each copy, so the
 vocabulary projection costs one position per copy instead of all of them.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .base import Scorer, no_grad_context
+from .encoder_at import EncoderAt
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
@@ -68,8 +69,10 @@ class MaskedLMScorer(Scorer):
 
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,
-                 head_at_mask: bool = True, loaded: tuple[Any, Any] | None = None, **common: Any):
-        """``loaded``: an in-memory (tokenizer, model) pair to score with instead of loading ``model``."""
+                 head_at_mask: bool = True, last_layer_at_mask: bool = True, loaded: tuple[Any, Any] | None = None,
+                 **common: Any):
+        """``head_at_mask``/``last_layer_at_mask``: compute the MLM head / the last layer only where scored
+        (exact; off = the plain full forward). ``loaded``: an in-memory (tokenizer, model) pair to score with."""
         super().__init__(**common)
         if variant not in VARIANTS:
             raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
@@ -86,7 +89,7 @@ class MaskedLMScorer(Scorer):
         if self.tokenizer.mask_token_id is None:
             raise ConfigError(f"model {model!r} has no mask token")
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
-        self.encoder = self.model.base_model if self.head is not None else None
+        self.encoder_at = EncoderAt(self.model.base_model, fast=last_layer_at_mask) if self.head is not None else None
         self._fingerprint = "in-memory" if loaded else fingerprint(model, self.model)
         self._dtype_name = str(self.dtype).removeprefix("torch.")
 
@@ -145,8 +148,7 @@ class MaskedLMScorer(Scorer):
         batch = torch.arange(len(rows), device=self.device)
         with no_grad_context(self.device, self.dtype):
             if self.head is not None:
-                hidden = self.encoder(input_ids=input_ids, attention_mask=attention)[0]
-                logits = self.head(self.model, hidden[batch, gather])
+                logits = self.head(self.model, self.encoder_at(input_ids, attention, batch, gather))
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits[batch, gather]
             logp = torch.log_softmax(logits.float(), dim=-1)

