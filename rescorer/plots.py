@@ -9,6 +9,26 @@ from .combine import SearchResult
 from .io.common import atomic_file
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path: str | Path) -> Path:
+    """Write ``fig`` as PNG atomically and release it."""
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    pyplot().close(fig)
+    return path
+
+
 def cell_edges(centres: np.ndarray) -> tuple[float, float]:
     """The outer edges of a heat map whose cells are centred on ``centres`` (evenly spaced)."""
     half = (centres[1] - centres[0]) / 2 if len(centres) > 1 else 0.5
@@ -17,11 +37,7 @@ def cell_edges(centres: np.ndarray) -> tuple[float, float]:
 
 def weight_plot(result: SearchResult, names: list[str], metric: str, scale: float, path: str | Path) -> Path | None:
     """A λ curve (one tuned weight) or a heat map (two); more weights plot the best value along each axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     if not names:
         return None
     values = result.values * scale
@@ -45,21 +61,12 @@ def weight_plot(result: SearchResult, names: list[str], metric: str, scale: floa
             axes[0, k].axvline(result.weights[name], color="r", linestyle="--")
             axes[0, k].set(xlabel=f"λ {name}", ylabel=f"dev {metric}")
     fig.suptitle(f"dev {metric} vs interpolation weights ({result.method} search)")
-    fig.tight_layout()
-    path = Path(path)
-    with atomic_file(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def curve_plot(curve: list[dict], path: str | Path) -> Path:
     """Dev pseudo-perplexity and masked-token accuracy against training tokens (domain adaptation)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     tokens = [c["tokens"] for c in curve]
     fig, left = plt.subplots(figsize=(7, 4))
     left.plot(tokens, [c.get("dev_word_pppl", np.nan) for c in curve], "b.-", label="dev word PPPL")
@@ -67,10 +74,5 @@ def curve_plot(curve: list[dict], path: str | Path) -> Path:
     right = left.twinx()
     right.plot(tokens, [c["masked_accuracy"] for c in curve], "g.--", label="masked-token accuracy (train)")
     right.set(ylabel="masked-token accuracy")
-    fig.legend(loc="upper right")
-    fig.tight_layout()
-    path = Path(path)
-    with atomic_file(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    fig.legend(loc="center right")
+    return save(fig, path)
