@@ -19,14 +19,16 @@ class NBestSet:
     fmt: str = "auto"
     refs_fmt: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
-    every: int = 1           # keep every k-th utterance (a fixed, documented subset)
+    every: int = 1           # keep every k-th utterance (a fixed, documented subset) ...
+    start: int = 0           # ... of utterances [start, stop) in file order
+    stop: int | None = None
     top: int | None = None   # keep the best ``top`` hypotheses of each list
 
     def read(self) -> NBest:
         nbest = read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
         if self.every < 1 or (self.top is not None and self.top < 1):
             raise ConfigError(f"{self.nbest}: every and top must be ≥ 1 (got every={self.every}, top={self.top})")
-        utterances = nbest.utterances[:: self.every]
+        utterances = nbest.utterances[self.start : self.stop : self.every]
         if self.top is not None:
             utterances = [replace(u, hyps=u.hyps[: self.top]) for u in utterances]
         return nbest.with_utterances(utterances)
