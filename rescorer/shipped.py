@@ -48,6 +48,9 @@ def _build(target: Path, make) -> Path:
     """Build ``target`` once: ``make(tmp_dir)`` fills a temporary directory that is then renamed into place."""
     if (target / "config.json").exists():
         return target
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

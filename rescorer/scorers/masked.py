@@ -64,7 +64,7 @@ class MaskedLMScorer(Scorer):
     """PLL of any Hugging Face masked LM; ``variant`` in original | word_l2r | whole_word | sentence_l2r."""
 
     kind = "pll"
-    default_budget = 2048
+    default_budget = 1024
     gpu_budget = 65536  # one vocabulary row per copy: the encoder dominates
 
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
