@@ -9,7 +9,6 @@ from safetensors.torch import load_file
 from rescorer.train.adapt import AdaptConfig, adapt, mask_batch, masked_lm_from_encoder
 from rescorer.train.corpus import segments
 
-from .conftest import DEMO
 from .models import demo_texts, tiny_models  # noqa: F401  (fixture)
 
 

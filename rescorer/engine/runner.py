@@ -63,7 +63,7 @@ def run(scorer: "Scorer", texts: Sequence[str], store: ScoreStore | None = None,
         for i in np.flatnonzero(remaining == 0):
             done[todo[i]] = (0.0, [])
         finished: dict[str, tuple[float, list[float]]] = {todo[i]: done[todo[i]] for i in np.flatnonzero(remaining == 0)}
-        budget = scorer.budget
+        budget = config.budget or scorer.budget
         last_flush = time.perf_counter()
         show = config.progress
         with tqdm(total=stats.rows, unit="row", desc=scorer.kind, disable=None if show is None else not show,

@@ -1,7 +1,6 @@
 """References: sclite ``.trn`` (``text (id)``), Kaldi ``text`` (``id text``), NeMo manifests and plain line files."""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path

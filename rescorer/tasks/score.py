@@ -7,7 +7,6 @@ from typing import Any, Mapping
 from .. import __version__
 from ..io import write_nbest
 from ..io.sets import Corpus
-from ..metrics import Perplexity
 from ..report import write_report
 from ..scorers import Scorer, score_nbest
 from ..types import NBest
