@@ -22,7 +22,9 @@ def trunk_and_last_layer(encoder: Any) -> tuple[Any, Any] | tuple[None, None]:
             or getattr(config, "chunk_size_feed_forward", 0)):
         return None, None
     trunk = copy.copy(encoder)  # shares every parameter; only the layer list differs
+    trunk._modules = dict(encoder._modules)  # own module tables, so the model itself keeps its last layer
     trunk.encoder = copy.copy(encoder.encoder)
+    trunk.encoder._modules = dict(encoder.encoder._modules)
     trunk.encoder.layer = type(layers)(list(layers)[:-1])
     return trunk, layers[-1]
 

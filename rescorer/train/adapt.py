@@ -23,6 +23,7 @@ from ..engine import EngineConfig
 from ..io.common import write_text
 from ..scorers.loading import resolve_device, resolve_dtype
 from ..scorers.masked import HEADS, MaskedLMScorer
+from .checkpoint import load_checkpoint, save_checkpoint
 from .corpus import load_segments
 
 
@@ -92,14 +93,15 @@ def mask_batch(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p
 class Adapter:
     """One adaptation run: data, model, optimiser and the resumable state."""
 
-    def __init__(self, cfg: AdaptConfig):
+    def __init__(self, cfg: AdaptConfig, texts: Sequence[str] | None = None):
+        """``texts``: the training sentences as they are (default: ``cfg.train`` files cut into segments)."""
         import torch
 
         self.cfg, self.out = cfg, Path(cfg.out_dir)
         self.device = resolve_device(cfg.device)
         self.dtype = resolve_dtype(cfg.dtype, self.device)
-        self.texts = load_segments(cfg.train, seed=cfg.seed)
-        resume = (self.out / "last" / "state.json").exists()
+        self.texts = list(texts) if texts is not None else load_segments(cfg.train, seed=cfg.seed)
+        resume = load_checkpoint(self.out, device=self.device)
         self.tokenizer, self.model = masked_lm_from_encoder(str(self.out / "last") if resume else cfg.encoder)
         self.head = HEADS.get(type(self.model).__name__)
         if self.head is None:
@@ -119,8 +121,7 @@ class Adapter:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, [schedule, schedule])
         self.state = {"step": 0, "tokens": 0, "best_pppl": math.inf, "best_step": None, "curve": []}
         if resume:
-            self.state = json.loads((self.out / "last" / "state.json").read_text())
-            saved = torch.load(self.out / "last" / "optimizer.pt", weights_only=True, map_location=self.device)
+            self.state, saved = resume
             self.optimizer.load_state_dict(saved["optimizer"])
             self.scheduler.load_state_dict(saved["scheduler"])
 
@@ -176,21 +177,10 @@ class Adapter:
         return {"dev_token_pppl": ppl.token_level, "dev_word_pppl": ppl.word_level}
 
     def save(self, name: str) -> None:
-        import torch
-
-        target = self.out / name
-        tmp = self.out / f".{name}.tmp"
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
+        optimizer = None
         if name == "last":
-            torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()},
-                       tmp / "optimizer.pt")
-        write_text(tmp / "state.json", json.dumps(self.state, indent=1) + "\n")
-        if target.exists():
-            import shutil
-
-            shutil.rmtree(target)
-        tmp.rename(target)
+            optimizer = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        save_checkpoint(self.out, name, self.model, self.tokenizer, self.state, optimizer)
 
     def run(self) -> dict[str, Any]:
         self.model.train()
@@ -228,15 +218,16 @@ class Adapter:
         return entry
 
 
-def adapt(cfg: AdaptConfig) -> dict[str, Any]:
-    """Run (or resume) adaptation; returns the state with the learning curve."""
+def adapt(cfg: AdaptConfig, texts: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run (or resume) adaptation (on ``texts`` if given, else on ``cfg.train``); returns the state with the
+    learning curve."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "config.json", json.dumps(asdict(cfg), indent=1, default=str) + "\n")
-    return Adapter(cfg).run()
+    return Adapter(cfg, texts).run()
 
 
 def export_delta(model_dir: str | Path, out_dir: str | Path, shard_mb: int = 12) -> Path:
