@@ -21,6 +21,10 @@ class NBestFormatError(RescorerError, ValueError):
         super().__init__(f"{where}: {problem}{shown}")
 
 
+class DataFormatError(NBestFormatError):
+    """Another input file (minimal pairs, a sentence set) that cannot be read as it claims to be."""
+
+
 class ConfigError(RescorerError, ValueError):
     """A configuration value that cannot work."""
 

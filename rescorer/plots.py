@@ -76,3 +76,68 @@ def curve_plot(curve: list[dict], path: str | Path) -> Path:
     right.set(ylabel="masked-token accuracy")
     fig.legend(loc="center right")
     return save(fig, path)
+
+
+def distill_plot(curve: list[dict], path: str | Path) -> Path:
+    """Train and dev MSE (standardised targets) and the dev student–teacher Pearson r against steps."""
+    plt = pyplot()
+    steps = [c["step"] for c in curve]
+    fig, left = plt.subplots(figsize=(7, 4))
+    left.plot(steps, [c["train_mse"] for c in curve], "b.-", label="train MSE")
+    left.plot(steps, [c["dev_mse"] for c in curve], "r.-", label="dev MSE")
+    left.set(xlabel="training steps", ylabel="MSE (standardised)", yscale="log")
+    right = left.twinx()
+    right.plot(steps, [c["dev_pearson"] for c in curve], "g.--", label="dev Pearson r (PLL)")
+    right.set(ylabel="Pearson r")
+    fig.legend(loc="center right")
+    return save(fig, path)
+
+
+def scatter_plot(x: np.ndarray, y: np.ndarray, path: str | Path, xlabel: str, ylabel: str, title: str = "") -> Path:
+    """One point per item with the y = x diagonal (e.g. a student's score against its teacher's)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.scatter(x, y, s=3, alpha=0.3)
+    lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    return save(fig, path)
+
+
+def phenomenon_bars(methods: dict[str, dict], path: str | Path, title: str = "") -> Path:
+    """Minimal-pair accuracy per phenomenon, one bar per method (error bar: the spread over templates)."""
+    plt = pyplot()
+    names = sorted({p for m in methods.values() for p in m["phenomena"]})
+    width = 0.8 / max(len(methods), 1)
+    fig, ax = plt.subplots(figsize=(min(18.0, 3 + len(names) * (0.4 + 0.12 * len(methods))), 5))
+    for k, (method, entry) in enumerate(methods.items()):
+        xs = np.arange(len(names)) + (k - (len(methods) - 1) / 2) * width
+        ax.bar(xs, [entry["phenomena"].get(n, np.nan) for n in names], width,
+               yerr=[entry.get("phenomena_spread", {}).get(n, 0.0) for n in names], capsize=2,
+               label=f"{method} ({entry['accuracy']:.1f})")
+    ax.axhline(50, color="k", linestyle=":", linewidth=0.8)
+    ax.set_xticks(np.arange(len(names)), names, rotation=40, ha="right")
+    ax.set(ylabel="accuracy (%)", ylim=(0, 100), title=title)
+    ax.legend(fontsize=7, ncol=2, loc="lower left")
+    return save(fig, path)
+
+
+def scatter_grid(panels: dict[str, dict[str, tuple]], path: str | Path, title: str = "") -> Path:
+    """Rows × columns of scatter plots: ``panels[row][column] = (x, y, r, xlabel, ylabel)``, r in the title."""
+    plt = pyplot()
+    columns = list(dict.fromkeys(c for row in panels.values() for c in row))
+    fig, axes = plt.subplots(len(panels), len(columns), figsize=(3.2 * len(columns), 2.8 * len(panels)),
+                             squeeze=False)
+    for i, (row, cells) in enumerate(panels.items()):
+        for j, column in enumerate(columns):
+            ax = axes[i, j]
+            if column not in cells:
+                ax.axis("off")
+                continue
+            x, y, r, xlabel, ylabel = cells[column]
+            ax.scatter(x, y, s=4, alpha=0.35)
+            ax.set_title(f"{column}: r = {r:.2f}" if r is not None else column, fontsize=9)
+            ax.set_xlabel(xlabel, fontsize=8)
+            ax.set_ylabel(f"{row}\n{ylabel}" if j == 0 else ylabel, fontsize=8)
+    fig.suptitle(title)
+    return save(fig, path)

@@ -11,19 +11,21 @@ from rich.table import Table
 from .io.common import write_text
 
 
-def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[str], title: str) -> Path:
-    """Write ``report.json`` and ``report.md`` under ``out_dir``, print the table, return the JSON path."""
+def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[str], title: str,
+                 key: str = "sets") -> Path:
+    """Write ``report.json`` and ``report.md`` under ``out_dir``, print the table (a row per entry of
+    ``report[key]``: sets, methods, …), return the JSON path."""
     out = Path(out_dir)
-    rows = table_rows(report, columns)
+    rows = table_rows(report, columns, key)
     write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    write_text(out / "report.md", markdown(report, columns, rows, title))
-    print_table(rows, columns, title, report.get("signature", ""))
+    write_text(out / "report.md", markdown(report, columns, rows, title, key.removesuffix("s")))
+    print_table(rows, columns, title, report.get("signature", ""), key.removesuffix("s"))
     return out / "report.json"
 
 
-def table_rows(report: Mapping[str, Any], columns: Sequence[str]) -> list[list[str]]:
+def table_rows(report: Mapping[str, Any], columns: Sequence[str], key: str = "sets") -> list[list[str]]:
     rows = []
-    for name, entry in report["sets"].items():
+    for name, entry in report[key].items():
         cells = [name]
         for column in columns:
             value = entry
@@ -34,17 +36,18 @@ def table_rows(report: Mapping[str, Any], columns: Sequence[str]) -> list[list[s
     return rows
 
 
-def markdown(report: Mapping[str, Any], columns: Sequence[str], rows: list[list[str]], title: str) -> str:
-    header = ["set", *columns]
+def markdown(report: Mapping[str, Any], columns: Sequence[str], rows: list[list[str]], title: str,
+             first: str = "set") -> str:
+    header = [first, *columns]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", f"Signature: `{report.get('signature', '')}`", ""]
     return "\n".join(lines)
 
 
-def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signature: str) -> None:
+def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signature: str, first: str = "set") -> None:
     table = Table(title=title, caption=signature)
-    table.add_column("set")
+    table.add_column(first)
     for column in columns:
         table.add_column(column, justify="right")
     for row in rows:

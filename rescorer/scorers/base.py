@@ -76,8 +76,10 @@ class Scorer(ABC):
     def scored_texts(self, texts: Sequence[str]) -> list[str]:
         return [self.normaliser(t) for t in texts]
 
-    def compute(self, texts: Sequence[str]) -> list[tuple[float, list[float]]]:
-        scored = self.scored_texts(texts)
+    def compute(self, texts: Sequence[str], normalise: bool = True) -> list[tuple[float, list[float]]]:
+        """(total, per-token scores) of each text; ``normalise=False`` scores the texts exactly as given
+        (prompts and templates whose newlines must survive)."""
+        scored = self.scored_texts(texts) if normalise else list(texts)
         results, self.last_stats = run(self, scored, self.store, self.engine)
         return [results[t] for t in scored]
 

@@ -69,18 +69,24 @@ class CausalLMScorer(Scorer):
     def targets(self, sentence: np.ndarray, row: int) -> slice:
         return slice(0, len(sentence) - 1)
 
-    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+    def batch(self, sequences: Sequence[np.ndarray]) -> tuple[Any, Any, np.ndarray]:
+        """Right-padded ids on the device, the attention mask (None without padding) and the lengths."""
         import torch
 
-        lengths = np.array([len(s) for s, _ in rows])
+        lengths = np.array([len(s) for s in sequences])
         width = int(lengths.max())
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        for b, (s, _) in enumerate(rows):
+        ids = np.zeros((len(sequences), width), dtype=np.int64)
+        for b, s in enumerate(sequences):
             ids[b, : len(s)] = s
-        input_ids = torch.from_numpy(ids).to(self.device)
         attention = None
         if (lengths != width).any():
             attention = torch.from_numpy((np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)).to(self.device)
+        return torch.from_numpy(ids).to(self.device), attention, lengths
+
+    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+        import torch
+
+        input_ids, attention, lengths = self.batch([s for s, _ in rows])
         with no_grad_context(self.device, self.dtype):
             logits = self.model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
             nxt = input_ids[:, 1:]
@@ -88,8 +94,74 @@ class CausalLMScorer(Scorer):
         out = picked.cpu().numpy()
         return [out[b, : lengths[b] - 1] for b in range(len(rows))]
 
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str], add_bos: bool = True) -> np.ndarray:
+        """log P(candidate | prompt) of the next token, [prompt, candidate], through the engine and the store.
+
+        Each candidate must be one token; prompts are scored exactly as given (no normalisation), after the
+        BOS token when ``add_bos`` (a chat-templated prompt carries its own control tokens: pass False)."""
+        view = NextTokenScorer(self, candidates, add_bos)
+        scored = view.compute(prompts, normalise=False)
+        self.last_stats = view.last_stats
+        return np.array([tokens for _, tokens in scored]).reshape(len(prompts), len(view.candidate_ids))
+
     def release_memory(self) -> None:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+class NextTokenScorer(Scorer):
+    """The log-probs of a fixed set of one-token candidates right after each prompt, with a loaded causal LM.
+
+    One row per prompt; its "tokens" are the candidates' log-probs (so the engine batches, caches and
+    resumes them like any score). Made by ``CausalLMScorer.next_token_logprobs``.
+    """
+
+    kind = "next"
+
+    def __init__(self, lm: CausalLMScorer, candidates: Sequence[str], add_bos: bool = True):
+        super().__init__(normaliser=lm.normaliser, store=lm.store, engine=lm.engine)
+        self.lm, self.add_bos, self.candidates = lm, add_bos, list(candidates)
+        self.device, self.default_budget, self.gpu_budget = lm.device, lm.default_budget, lm.gpu_budget
+        ids = [lm.tokenizer(c, add_special_tokens=False)["input_ids"] for c in self.candidates]
+        for candidate, tokens in zip(self.candidates, ids):
+            if len(tokens) != 1:
+                raise ConfigError(f"candidate answer {candidate!r} is {len(tokens)} tokens for model "
+                                  f"{lm.model_name!r} ({lm.tokenizer.convert_ids_to_tokens(tokens)}); it must be one")
+        self.candidate_ids = np.array([t[0] for t in ids], dtype=np.int64)
+
+    @property
+    def signature(self) -> str:
+        lm = self.lm
+        return self._signature(model=f"{lm.model_name}@{lm._fingerprint}", bos=lm.bos_id if self.add_bos else "none",
+                               candidates=",".join(map(str, self.candidate_ids)), dtype=lm._dtype_name)
+
+    def prepare(self, text: str) -> np.ndarray:
+        ids = self.lm.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return np.asarray([self.lm.bos_id, *ids] if self.add_bos else ids, dtype=np.int64)
+
+    def num_rows(self, sentence: np.ndarray) -> int:
+        return 1 if len(sentence) else 0
+
+    def num_targets(self, sentence: np.ndarray) -> int:
+        return len(self.candidate_ids)
+
+    def row_length(self, sentence: np.ndarray) -> int:
+        return len(sentence)
+
+    def targets(self, sentence: np.ndarray, row: int) -> slice:
+        return slice(0, len(self.candidate_ids))
+
+    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+        import torch
+
+        input_ids, attention, lengths = self.lm.batch([s for s, _ in rows])
+        with no_grad_context(self.device, self.lm.dtype):
+            logits = self.lm.model(input_ids=input_ids, attention_mask=attention).logits
+            last = logits[torch.arange(len(rows), device=self.device), torch.from_numpy(lengths - 1).to(self.device)]
+            logp = torch.log_softmax(last.float(), dim=-1)[:, torch.from_numpy(self.candidate_ids).to(self.device)]
+        return list(logp.cpu().numpy())
+
+    def release_memory(self) -> None:
+        self.lm.release_memory()

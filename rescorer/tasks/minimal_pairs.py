@@ -1,0 +1,96 @@
+"""``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set (spec §1.4, §4).
+
+Every method of ``task.methods`` runs with every selected scorer (``scorer=[ll]``; a masked LM once per PLL
+variant of ``task.variants``; Yes/No and A/B with causal LMs only), then the ``task.ensembles``. Writes under
+out_dir: report.{json,md} (accuracy overall and per phenomenon, the spread over templates, the correlation of
+correctness with the token-length difference, seconds), pairs.jsonl (every pair's scores) and accuracy.png.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import __version__
+from ..errors import ConfigError
+from ..pairs.data import Pair
+from ..pairs.evaluate import pair_records, summarise, write_jsonl
+from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
+from ..plots import phenomenon_bars
+from ..report import write_report
+from ..scorers import Scorer
+
+
+def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, Scorer], methods: Sequence[str], out_dir: str | Path,
+                   name: str = "pairs", ensembles: Sequence[str] = (), trials: int = 10,
+                   **judge_options: Any) -> dict[str, Any]:
+    """Judge ``pairs`` with each method and scorer ({label: scorer}); write the report, records and plot."""
+    start = time.perf_counter()
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigError(f"unknown minimal-pair method(s) {unknown} (choose from {', '.join(METHODS)})")
+    causal = [label for label, s in scorers.items() if hasattr(s, "next_token_logprobs")]
+    if not causal and ({*methods} & {*NEEDS_CAUSAL} or ensembles):
+        raise ConfigError("Yes/No, A/B and ensembles read next-token probabilities: select a causal LM (scorer=[ll])")
+    results: dict[str, Judgments] = {}
+    lengths, owner = {}, {}
+    for label, scorer in scorers.items():
+        judge = Judge(scorer, pairs, **judge_options)
+        lengths[label] = judge.token_lengths()
+        runs = [m for m in methods if label in causal or m not in NEEDS_CAUSAL]
+        for method in runs:
+            results[f"{label}.{method}"] = judge(method)
+            owner[f"{label}.{method}"] = label
+        for spec in ensembles if label in causal else ():
+            results[f"{label}.ensemble[{spec}]"] = judge.ensemble(spec, trials)
+            owner[f"{label}.ensemble[{spec}]"] = label
+    phenomena = [p.phenomenon for p in pairs]
+    summaries = {key: summarise(j, phenomena, lengths[owner[key]][0] - lengths[owner[key]][1])
+                 for key, j in results.items()}
+
+    out = Path(out_dir)
+    records = write_jsonl(out / "pairs.jsonl", pair_records(pairs, results, lengths))
+    plot = phenomenon_bars(summaries, out / "accuracy.png", f"{name}: accuracy per phenomenon")
+    options = "|".join(f"{k}:{v}" for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple)))
+    report = {
+        "task": "minimal_pairs", "pairs": name, "n_pairs": len(pairs),
+        "paradigms": dict(Counter(p.paradigm for p in pairs)),
+        "signature": f"rescorer:{__version__}|pairs:{name}|n:{len(pairs)}|{options}|trials:{trials}",
+        "scorers": {label: s.signature for label, s in scorers.items()},
+        "methods": summaries, "seconds": time.perf_counter() - start,
+        "outputs": {"pairs": str(records), "plot": str(plot)},
+    }
+    columns = ["accuracy", "spread", "length_corr", "seconds", *(f"phenomena.{p}" for p in sorted(set(phenomena)))]
+    write_report(out, report, columns, f"{name}: minimal-pair accuracy (%), {len(pairs)} pairs", key="methods")
+    return report
+
+
+def load_scorers(cfg: Any) -> dict[str, Scorer]:
+    """The selected scorers with the task's normalisation; a masked LM once per PLL variant in ``task.variants``."""
+    from hydra.utils import instantiate
+
+    task = cfg.task
+    scorers = {}
+    for name, node in (cfg.get("scorer") or {}).items():
+        options = dict(case=task.case, append_period=task.append_period)
+        variants = list(task.variants) if node.get("kind") == "pll" and task.variants else [None]
+        for variant in variants:
+            extra = {} if variant is None else {"variant": variant}
+            scorers[name if variant is None else f"{name}.{variant}"] = instantiate(node, _convert_="all", **options,
+                                                                                    **extra)
+    if not scorers:
+        raise ConfigError("no scorer selected: add scorer=[ll] or scorer=[pll]")
+    return scorers
+
+
+def run(cfg: Any) -> dict[str, Any]:
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    task = OmegaConf.to_container(cfg.task, resolve=True)
+    pair_set = instantiate(cfg.pairs, _convert_="all")
+    judge_options = {key: task[key] for key in ("templates", "comparative", "yes_no", "ab") if task.get(key)}
+    return evaluate_pairs(pair_set.read(), load_scorers(cfg), task["methods"], cfg.out_dir, pair_set.name,
+                          task.get("ensembles") or (), task["ensemble_trials"], alpha=task["alpha"],
+                          style=task["prompt_style"], seed=task["seed"], **judge_options)
