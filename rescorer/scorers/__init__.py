@@ -9,7 +9,7 @@ from ..normalise import Normaliser
 from ..types import NBest
 from .base import Scorer
 
-KINDS = ("pll", "ll")
+KINDS = ("pll", "ll", "student", "pcfg")
 
 
 def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: bool = False,
@@ -17,9 +17,11 @@ def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: boo
                 **options: Any) -> Scorer:
     """A scorer with ``.score(texts)`` and ``.token_scores(texts)``.
 
-    ``kind``: ``pll`` (masked LM; ``variant=``, ``words=``) or ``ll`` (causal LM; ``bos=``, ``score_eos=``,
-    ``gguf_file=``). Common options: ``case``, ``append_period``, ``store`` (SQLite path), ``budget`` (tokens per
-    batch, padding counted), ``device``, ``dtype``, ``revision``, ``trust_remote_code``.
+    ``kind``: ``pll`` (masked LM; ``variant=``, ``words=``), ``ll`` (causal LM; ``bos=``, ``score_eos=``,
+    ``gguf_file=``), ``student`` (a distilled one-pass PLL student, ``task=distill``) or ``pcfg`` (a grammar's
+    exact conditionals: ``model`` is a rule file or a treebank, ``variant=masked|causal``, ``oov=``).
+    Common options: ``case``, ``append_period``, ``store`` (SQLite path), ``budget`` (tokens per batch, padding
+    counted), ``device``, ``dtype``, ``revision``, ``trust_remote_code``.
     """
     common = dict(normaliser=Normaliser(case, append_period), store=store,
                   engine=EngineConfig(budget=budget, progress=progress))
@@ -31,6 +33,14 @@ def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: boo
         from .causal import CausalLMScorer
 
         return CausalLMScorer(model, **options, **common)
+    if kind == "pcfg":
+        from .pcfg import PCFGScorer
+
+        return PCFGScorer(model, **options, **common)
+    if kind == "student":
+        from .student import StudentScorer
+
+        return StudentScorer(model, **options, **common)
     raise ConfigError(f"unknown scorer kind {kind!r} (choose from {', '.join(KINDS)})")
 
 
