@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 import rescorer
+from rescorer.errors import ConfigError
 from rescorer.cli import CONF, register_resolvers
 
 from .conftest import DEMO, ROOT, SHARED, need
@@ -57,8 +58,15 @@ def test_every_task_config_composes(task):
 
 @pytest.mark.parametrize("scorer", sorted(p.stem for p in (CONF / "scorer").glob("*.yaml")))
 def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
+    if scorer == "pcfg":  # its default grammar is induced from the treebank sample
+        need(SHARED / "treebank")
     cfg = compose_config(f"scorer=[{scorer}]", f"model.masked.path={tiny_models['bert']}",
-                         f"model.causal.path={tiny_models['gpt2']}", f"engine.store={tmp_path}/s.sqlite")
+                         f"model.causal.path={tiny_models['gpt2']}", f"model.student.path={tiny_models['bert']}",
+                         f"engine.store={tmp_path}/s.sqlite")
+    if scorer == "student":  # trained by task=distill (tests/test_distill.py scores with real students)
+        with pytest.raises(ConfigError, match="not a rescorer student"):
+            instantiate(cfg.scorer[scorer], _convert_="all")
+        return
     loaded = instantiate(cfg.scorer[scorer], _convert_="all")
     assert loaded.kind == scorer and loaded.score(["A CAT SAT"])[0] < 0
 
@@ -73,11 +81,16 @@ def test_every_search_engine_and_model_config_composes(group):
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
 def test_every_experiment_composes_and_its_data_instantiates(experiment):
     cfg = compose_config(f"+experiment={experiment}")
-    assert cfg.task.name == "rescore"
+    if cfg.task.name == "minimal_pairs":  # reads `pairs`, not `data` (tests/test_pairs.py reads them)
+        assert cfg.pairs._target_ == "rescorer.pairs.data.PairSet"
+        return
+    assert cfg.task.name in ("rescore", "distill")
     if experiment != "demo":
         need(SHARED)
     corpus = instantiate(cfg.data, _convert_="all")
     assert all(name in corpus.sets for name in cfg.data.sets if cfg.data.sets[name] is not None)
+    if cfg.task.name == "distill":  # its training hypotheses are N-best sets too
+        assert all(Path(spec.nbest).exists() for spec in cfg.task.hypotheses.values())
 
 
 def test_evaluate_demo_end_to_end(tmp_path):

@@ -157,3 +157,14 @@ def test_offline_hub_name_says_how_to_use_a_local_copy(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ScorerError, match="--local-dir"):
         load_scorer("pll", "no-such-org/no-such-bert")
+
+
+def test_scoring_an_in_memory_model_leaves_its_layers_alone(tiny_models):
+    """The last-layer-at-mask trunk shares weights with the model but must not cut the model's own layer list."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    model = AutoModelForMaskedLM.from_pretrained(tiny_models["bert"])
+    layers = len(model.base_model.encoder.layer)
+    scorer = load_scorer("pll", str(tiny_models["bert"]), loaded=(AutoTokenizer.from_pretrained(tiny_models["bert"]), model))
+    scorer.score(["a short sentence"])
+    assert len(model.base_model.encoder.layer) == layers

@@ -217,14 +217,43 @@ def bench_search(out_dir: str | Path = "exp/bench", repeats: int = 3) -> dict[st
     return result
 
 
+def bench_student(student: str, teacher: str, n: int = 200, threads: int = 2, device: str = "cpu",
+                  out_dir: str | Path = "exp/bench") -> dict[str, Any]:
+    """A distilled student against its PLL teacher (word_l2r) on the same real hypotheses, one run."""
+    import torch
+
+    from ..scorers import load_scorer
+
+    torch.set_num_threads(threads)
+    texts, source = bench_texts(n)
+    common = dict(case="sentence", append_period=True, device=device, progress=False)
+    scorers = {"teacher PLL (word_l2r)": load_scorer("pll", teacher, variant="word_l2r", **common),
+               "student (one pass)": load_scorer("student", student, **common)}
+    result: dict[str, Any] = {"kind": "student", "hypotheses": len(texts), "source": source, "threads": threads,
+                              "device": device, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
+    for name, scorer in scorers.items():
+        scorer.score(texts[:16])
+        seconds = best_time(lambda: scorer.score(texts), 1)
+        result[name] = {"model": scorer.signature.split("|")[1], "seconds": seconds, "hyps_per_s": len(texts) / seconds}
+    teacher_s, student_s = (result[name]["seconds"] for name in scorers)
+    result["speedup"] = teacher_s / student_s
+    for name in scorers:
+        print(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({result[name]['seconds']:.2f} s)")
+    print(f"student vs teacher: {result['speedup']:.1f}x faster on {len(texts)} hypotheses, {threads} threads, {device}")
+    write_text(Path(out_dir) / f"bench_student_{device}.json", json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def run(cfg: Any) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     options = OmegaConf.to_container(cfg.task, resolve=True)
     if options["kind"] == "search":
         return bench_search(cfg.out_dir)
-    options.pop("_target_", None)
-    options.pop("name", None)
+    if options["kind"] == "student":
+        return bench_student(*(options[k] for k in ("student", "teacher", "n", "threads", "device")), cfg.out_dir)
+    for key in ("_target_", "name", "student", "teacher"):
+        options.pop(key, None)
     options["batches"] = tuple(options.get("batches", (1, 8, 32)))
     options["peers"] = tuple(options.get("peers", ("minicons", "lm-scorer")))
     return bench(**options, out_dir=cfg.out_dir)

@@ -1,0 +1,107 @@
+"""Maskless student (spec §1.3, Salazar §2.2/§3.6): one forward pass predicts a teacher's PLL.
+
+A student is a Hugging Face encoder with a one-output regression head, trained by ``task=distill``:
+- ``sentence`` (the paper's): ``*ForSequenceClassification`` — a head on the first ([CLS]) position
+  predicts the sentence's mean PLL per token; × the token count gives PLL(S).
+- ``token``: ``*ForTokenClassification`` — a head on every position predicts that token's teacher
+  log-prob log P(t_i | S\\t_i) without any mask; their sum gives PLL(S).
+Targets are standardised in training; ``config.rescorer_student`` holds the scale and the teacher.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import Scorer, no_grad_context
+from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
+
+LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
+
+
+def student_info(config: Any, path: str) -> dict[str, Any]:
+    """The student's training record from its config (level, target mean/std, teacher signature)."""
+    info = getattr(config, "rescorer_student", None)
+    if not info or info.get("level") not in LEVELS:
+        raise ConfigError(f"{path}: not a rescorer student (config.json has no valid 'rescorer_student'); "
+                          "train one with `rescorer task=distill`")
+    return info
+
+
+class StudentScorer(Scorer):
+    """PLL predicted by a distilled student; per-token scores are the predicted token log-probs (``token``)
+    or the sentence's predicted mean per token (``sentence``), so sums and token counts match the teacher's."""
+
+    kind = "student"
+    default_budget = 4096
+    gpu_budget = 131072
+
+    def __init__(self, model: str, device: str = "auto", dtype: str = "auto", revision: str | None = None,
+                 loaded: tuple[Any, Any] | None = None, **common: Any):
+        super().__init__(**common)
+        import transformers
+        from transformers import AutoConfig
+
+        self.model_name = model
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        if loaded is None:
+            self.info = student_info(AutoConfig.from_pretrained(model, revision=revision), model)
+            if self.info.get("normaliser", self.normaliser.signature) != self.normaliser.signature:
+                raise ConfigError(f"{model}: the student learnt from texts normalised as {self.info['normaliser']!r}, "
+                                  f"not {self.normaliser.signature!r}: set case/append_period to match")
+            auto = getattr(transformers, LEVELS[self.info["level"]])
+            self.tokenizer, self.model = load_pretrained(auto, model, revision=revision)
+        else:
+            self.tokenizer, self.model = loaded
+            self.info = student_info(self.model.config, model)
+        self.model.to(self.device).eval()
+        self._fingerprint = fingerprint(str(model), self.model) if loaded is None else "in-memory"
+        self._dtype_name = str(self.dtype).removeprefix("torch.")
+
+    @property
+    def level(self) -> str:
+        return self.info["level"]
+
+    @property
+    def signature(self) -> str:
+        return self._signature(model=f"{self.model_name}@{self._fingerprint}", level=self.level, dtype=self._dtype_name)
+
+    def prepare(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids and the positions of the scored (non-special) tokens."""
+        enc = self.tokenizer(text, return_special_tokens_mask=True)
+        return (np.asarray(enc["input_ids"], dtype=np.int64),
+                np.flatnonzero(np.asarray(enc["special_tokens_mask"]) == 0))
+
+    def num_rows(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
+        return 1 if len(sentence[1]) else 0
+
+    def num_targets(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
+        return len(sentence[1])
+
+    def row_length(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
+        return len(sentence[0])
+
+    def targets(self, sentence: tuple[np.ndarray, np.ndarray], row: int) -> slice:
+        return slice(0, len(sentence[1]))
+
+    def predict(self, ids: Any, attention: Any) -> Any:
+        """Standardised outputs: [batch] (sentence) or [batch, positions] (token)."""
+        out = self.model(input_ids=ids, attention_mask=attention).logits[..., 0]
+        return out.float()
+
+    def forward(self, rows: Sequence[tuple[tuple[np.ndarray, np.ndarray], int]]) -> list[np.ndarray]:
+        import torch
+
+        lengths = np.array([len(ids) for (ids, _), _ in rows])
+        batch = np.full((len(rows), int(lengths.max())), self.tokenizer.pad_token_id or 0, dtype=np.int64)
+        for b, ((ids, _), _) in enumerate(rows):
+            batch[b, : len(ids)] = ids
+        attention = (np.arange(batch.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
+        with no_grad_context(self.device, self.dtype):
+            out = self.predict(torch.from_numpy(batch).to(self.device), torch.from_numpy(attention).to(self.device))
+        values = out.cpu().numpy() * self.info["std"] + self.info["mean"]
+        if self.level == "sentence":
+            return [np.full(len(scored), values[b], dtype=np.float32) for b, ((_, scored), _) in enumerate(rows)]
+        return [values[b, scored].astype(np.float32) for b, ((_, scored), _) in enumerate(rows)]

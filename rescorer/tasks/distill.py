@@ -1,0 +1,74 @@
+"""``rescorer task=distill``: train a maskless student on a PLL teacher (resumable), then compare the two
+on every hypothesis of ``data`` (held out from training): Pearson r, mean absolute error, a scatter plot."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..io.sets import NBestSet
+from ..plots import distill_plot, scatter_plot
+from ..report import write_report
+from ..scorers import load_scorer
+from ..train.corpus import load_segments
+from ..train.distill import DistillConfig, distill
+
+OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patience", "dev_fraction", "max_length",
+           "max_seconds", "device", "seed")
+
+
+def training_texts(task: dict[str, Any]) -> list[str]:
+    """Segments of the plain-text files (at most ``max_texts``) and the hypotheses of the listed N-best sets."""
+    texts = load_segments(task["texts"], seed=task["seed"])[: task["max_texts"]] if task["texts"] else []
+    for spec in task["hypotheses"].values():
+        texts += NBestSet(**{**spec, "refs": None}).read().texts()
+    return texts
+
+
+def heldout(cfg: Any, teacher_options: dict[str, Any], student_dir: Path, seen: set[str], out: Path) -> dict:
+    """Student against teacher on every distinct hypothesis of each ``data`` set not seen in training; the
+    correlation of the teacher's PLL with the token count alone is the baseline a student must beat."""
+    from hydra.utils import instantiate
+
+    teacher = load_scorer(**teacher_options)
+    student = load_scorer("student", str(student_dir), case=teacher_options.get("case", "keep"),
+                          append_period=teacher_options.get("append_period", False), device=teacher_options.get("device", "auto"))
+    sets = {}
+    for name, spec in instantiate(cfg.data, _convert_="all").sets.items():
+        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.normaliser(t) not in seen]
+        scored = teacher.compute(texts)
+        x, y = np.array([total for total, _ in scored]), np.array(student.score(texts))
+        length = np.array([len(tokens) for _, tokens in scored])
+        sets[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
+                      "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
+                      "length_pearson": float(np.corrcoef(x, length)[0, 1]),
+                      "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher PLL", "student PLL", name))}
+    return sets
+
+
+def run(cfg: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    task = OmegaConf.to_container(cfg.task, resolve=True)
+    teacher = {k: v for k, v in task["teacher"].items() if k != "_target_"}
+    texts = training_texts(task)
+    out = Path(cfg.out_dir)
+    result = distill(DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=cfg.engine.progress,
+                                   **{k: task[k] for k in OPTIONS}))
+    distill_plot(result["curve"], out / "curve.png")
+    best = next(c for c in result["curve"] if c["step"] == result["best_step"])
+    report = {"task": "distill", "data": cfg.data.name, "signature": result["teacher"],
+              "student": result["student"], "train_texts": result["train_texts"], "dev_texts": result["dev_texts"],
+              "best_step": result["best_step"], "best": best, "curve": result["curve"], "sets": {}}
+    print(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
+          f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
+    if task["heldout"]:
+        teacher_scorer = load_scorer(**{**teacher, "progress": False})
+        seen = set(teacher_scorer.scored_texts(texts))
+        del teacher_scorer
+        report["sets"] = heldout(cfg, teacher, out / "student", seen, out)
+    write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
+    (out / "curve.json").write_text(json.dumps(result["curve"], indent=1) + "\n")
+    return report
