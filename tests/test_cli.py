@@ -10,10 +10,10 @@ from pathlib import Path
 import jiwer
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 import rescorer
-from rescorer.errors import ConfigError
 from rescorer.cli import CONF, register_resolvers
 
 from .conftest import DEMO, ROOT, SHARED, need
@@ -64,7 +64,7 @@ def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
                          f"model.causal.path={tiny_models['gpt2']}", f"model.student.path={tiny_models['bert']}",
                          f"engine.store={tmp_path}/s.sqlite")
     if scorer == "student":  # trained by task=distill (tests/test_distill.py scores with real students)
-        with pytest.raises(ConfigError, match="not a rescorer student"):
+        with pytest.raises(InstantiationException, match="not a rescorer student"):
             instantiate(cfg.scorer[scorer], _convert_="all")
         return
     loaded = instantiate(cfg.scorer[scorer], _convert_="all")

@@ -108,6 +108,7 @@ class Distiller:
 
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # a new head is expected: no "newly initialized" warning
+        torch.manual_seed(cfg.seed)  # the new head's initial weights
         self.model = auto.from_pretrained(start, num_labels=1).float().to(self.device)
         hf_logging.set_verbosity(verbosity)
         self.model.config.rescorer_student = self.info
