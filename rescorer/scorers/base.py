@@ -4,7 +4,9 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from .. import __version__
 from ..engine import EngineConfig, EngineStats, run
@@ -20,6 +22,7 @@ class Scorer(ABC):
     default_budget: int = 1024      # tokens per batch on the CPU (moderate budgets are fastest there)
     gpu_budget: int = 32768         # tokens per batch on a GPU (large batches keep it busy)
     device: str = "cpu"
+    spec: dict[str, Any] | None = None  # load_scorer's arguments: how a worker process rebuilds this scorer
 
     def __init__(self, normaliser: Normaliser | None = None, store: str | Path | ScoreStore | None = None,
                  engine: EngineConfig | None = None):
@@ -55,18 +58,66 @@ class Scorer(ABC):
         """Which scored tokens ``row`` produces."""
 
     @abstractmethod
-    def forward(self, rows: Sequence[tuple[Any, int]]) -> list[Any]:
-        """Log-probs (natural log, fp32) of the targets of each (sentence, row)."""
+    def forward(self, rows: Sequence[tuple[Any, int]]) -> list[Any] | Callable[[], list[Any]]:
+        """Log-probs (natural log, fp32) of the targets of each (sentence, row), or a function returning them
+        once the device has them (``to_host``): the engine launches the next batch before it asks."""
 
     @property
     def budget(self) -> int:
-        """The token budget per batch: the configured one, else this scorer's default for its device."""
+        """The token budget per batch: the configured one; else on a GPU what half its free memory holds
+        (at most 4 × ``gpu_budget``), on a CPU this scorer's default."""
         if self.engine.budget:
             return self.engine.budget
-        return self.gpu_budget if self.device.startswith("cuda") else self.default_budget
+        if not self.device.startswith("cuda"):
+            return self.default_budget
+        if not self.bytes_per_token:
+            return self.gpu_budget
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+        return int(np.clip(free // 2 // self.bytes_per_token, 1024, 4 * self.gpu_budget))
 
     def release_memory(self) -> None:
         """Free cached accelerator memory after an out-of-memory error."""
+
+    bytes_per_token: int = 0  # activation memory a batch token costs on a GPU (0: no automatic budget)
+
+    def place(self, model: Any) -> Any:
+        """``model`` on the scorer's device; with ``engine.compile``, each of its layers ``torch.compile``d."""
+        import torch
+
+        model.to(self.device)
+        if self.engine.compile:
+            for stack in [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]:
+                for layer in stack:
+                    layer.compile(dynamic=True)
+        return model
+
+    def to_device(self, array: np.ndarray) -> Any:
+        """A host array as a tensor on the scorer's device (from pinned memory, asynchronously, on a GPU)."""
+        import torch
+
+        tensor = torch.from_numpy(np.ascontiguousarray(array))
+        if self.device.startswith("cuda"):
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor
+
+    def to_host(self, tensor: Any) -> Callable[[], np.ndarray]:
+        """Start copying ``tensor`` to the host; the returned function waits for the copy. The engine calls it
+        after launching the next batch, so the batch loop never makes the GPU wait for the host."""
+        import torch
+
+        if not self.device.startswith("cuda"):
+            array = tensor.numpy()
+            return lambda: array
+        copy = tensor.to("cpu", non_blocking=True)
+        ready = torch.cuda.Event()
+        ready.record()
+
+        def wait() -> np.ndarray:
+            ready.synchronize()
+            return copy.numpy()
+        return wait
 
     # ---- the public API
     def _signature(self, **parts: Any) -> str:
@@ -94,6 +145,14 @@ class Scorer(ABC):
     def perplexity(self, texts: Sequence[str]) -> Perplexity:
         """Token- and word-level (pseudo-)perplexity of ``texts`` (words of the scored text)."""
         return Perplexity.of(self.token_scores(texts), self.scored_texts(texts))
+
+
+def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:
+    """GPU bytes one batch token costs: a layer's activations in bf16 with 2× headroom, plus fp32 log-softmax
+    over the vocabulary when every position's logits are kept (causal LMs)."""
+    hidden = config.hidden_size
+    intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
+    return 4 * (4 * hidden + 2 * intermediate) + (10 * config.vocab_size if vocabulary_logits else 0)
 
 
 def no_grad_context(device: str, dtype: Any) -> contextlib.AbstractContextManager:

@@ -1,12 +1,12 @@
 """Causal-LM log-likelihood (spec §1.2): LL(S) = Σ log P(t_i | BOS, t_<i), one forward pass per sentence."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context
+from .base import Scorer, no_grad_context, token_bytes
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 BOS_POLICIES = ("auto", "bos", "eos")
@@ -36,7 +36,8 @@ class CausalLMScorer(Scorer):
         self.dtype = resolve_dtype(dtype, self.device)
         self.tokenizer, self.model = load_pretrained(AutoModelForCausalLM, model, revision=revision,
                                                      gguf_file=gguf_file, trust_remote_code=trust_remote_code)
-        self.model.to(self.device)
+        self.place(self.model)
+        self.bytes_per_token = token_bytes(self.model.config, vocabulary_logits=True)
         tok = self.tokenizer
         self.bos_id = {"auto": tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id,
                        "bos": tok.bos_token_id, "eos": tok.eos_token_id}[bos]
@@ -80,10 +81,10 @@ class CausalLMScorer(Scorer):
             ids[b, : len(s)] = s
         attention = None
         if (lengths != width).any():
-            attention = torch.from_numpy((np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)).to(self.device)
-        return torch.from_numpy(ids).to(self.device), attention, lengths
+            attention = self.to_device((np.arange(width)[None, :] < lengths[:, None]).astype(np.int64))
+        return self.to_device(ids), attention, lengths
 
-    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
 
         input_ids, attention, lengths = self.batch([s for s, _ in rows])
@@ -91,8 +92,8 @@ class CausalLMScorer(Scorer):
             logits = self.model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
             nxt = input_ids[:, 1:]
             picked = logits.gather(-1, nxt[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
-        out = picked.cpu().numpy()
-        return [out[b, : lengths[b] - 1] for b in range(len(rows))]
+        ready = self.to_host(picked)
+        return lambda: [ready()[b, : lengths[b] - 1] for b in range(len(rows))]
 
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str], add_bos: bool = True) -> np.ndarray:
         """log P(candidate | prompt) of the next token, [prompt, candidate], through the engine and the store.
@@ -159,8 +160,8 @@ class NextTokenScorer(Scorer):
         input_ids, attention, lengths = self.lm.batch([s for s, _ in rows])
         with no_grad_context(self.device, self.lm.dtype):
             logits = self.lm.model(input_ids=input_ids, attention_mask=attention).logits
-            last = logits[torch.arange(len(rows), device=self.device), torch.from_numpy(lengths - 1).to(self.device)]
-            logp = torch.log_softmax(last.float(), dim=-1)[:, torch.from_numpy(self.candidate_ids).to(self.device)]
+            last = logits[torch.arange(len(rows), device=self.device), self.lm.to_device(lengths - 1)]
+            logp = torch.log_softmax(last.float(), dim=-1)[:, self.lm.to_device(self.candidate_ids)]
         return list(logp.cpu().numpy())
 
     def release_memory(self) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context
+from .base import Scorer, no_grad_context, token_bytes
 from .encoder_at import EncoderAt
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
@@ -85,7 +85,8 @@ class MaskedLMScorer(Scorer):
         self.dtype = resolve_dtype(dtype, self.device)
         self.tokenizer, self.model = loaded or load_pretrained(AutoModelForMaskedLM, model, revision=revision,
                                                                trust_remote_code=trust_remote_code)
-        self.model.to(self.device)
+        self.place(self.model)
+        self.bytes_per_token = token_bytes(self.model.config)
         if self.tokenizer.mask_token_id is None:
             raise ConfigError(f"model {model!r} has no mask token")
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
@@ -126,7 +127,7 @@ class MaskedLMScorer(Scorer):
     def targets(self, sentence: MaskedSentence, row: int) -> slice:
         return slice(row, row + 1)
 
-    def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> list[np.ndarray]:
+    def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
 
         lengths = np.array([len(s.ids) for s, _ in rows])
@@ -140,11 +141,11 @@ class MaskedLMScorer(Scorer):
         target_ids = ids[np.arange(len(rows)), target_pos].copy()
         span = np.arange(width)[None, :]
         ids[(span >= lo) & (span < hi)] = self.tokenizer.mask_token_id
-        input_ids = torch.from_numpy(ids).to(self.device)
+        input_ids = self.to_device(ids)
         attention = None
         if (lengths != width).any():
-            attention = torch.from_numpy((span < lengths[:, None]).astype(np.int64)).to(self.device)
-        gather = torch.from_numpy(target_pos).to(self.device)
+            attention = self.to_device((span < lengths[:, None]).astype(np.int64))
+        gather = self.to_device(target_pos)
         batch = torch.arange(len(rows), device=self.device)
         with no_grad_context(self.device, self.dtype):
             if self.head is not None:
@@ -152,8 +153,9 @@ class MaskedLMScorer(Scorer):
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits[batch, gather]
             logp = torch.log_softmax(logits.float(), dim=-1)
-            picked = logp[batch, torch.from_numpy(target_ids).to(self.device)]
-        return list(picked.cpu().numpy()[:, None])
+            picked = logp[batch, self.to_device(target_ids)]
+        ready = self.to_host(picked)
+        return lambda: list(ready()[:, None])
 
     def release_memory(self) -> None:
         import torch

@@ -9,7 +9,7 @@ Targets are standardised in training; ``config.rescorer_student`` holds the scal
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class StudentScorer(Scorer):
         else:
             self.tokenizer, self.model = loaded
             self.info = student_info(self.model.config, model)
-        self.model.to(self.device).eval()
+        self.place(self.model).eval()
         self._fingerprint = fingerprint(str(model), self.model) if loaded is None else "in-memory"
         self._dtype_name = str(self.dtype).removeprefix("torch.")
 
@@ -91,17 +91,18 @@ class StudentScorer(Scorer):
         out = self.model(input_ids=ids, attention_mask=attention).logits[..., 0]
         return out.float()
 
-    def forward(self, rows: Sequence[tuple[tuple[np.ndarray, np.ndarray], int]]) -> list[np.ndarray]:
-        import torch
-
+    def forward(self, rows: Sequence[tuple[tuple[np.ndarray, np.ndarray], int]]) -> Callable[[], list[np.ndarray]]:
         lengths = np.array([len(ids) for (ids, _), _ in rows])
         batch = np.full((len(rows), int(lengths.max())), self.tokenizer.pad_token_id or 0, dtype=np.int64)
         for b, ((ids, _), _) in enumerate(rows):
             batch[b, : len(ids)] = ids
         attention = (np.arange(batch.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
         with no_grad_context(self.device, self.dtype):
-            out = self.predict(torch.from_numpy(batch).to(self.device), torch.from_numpy(attention).to(self.device))
-        values = out.cpu().numpy() * self.info["std"] + self.info["mean"]
-        if self.level == "sentence":
-            return [np.full(len(scored), values[b], dtype=np.float32) for b, ((_, scored), _) in enumerate(rows)]
-        return [values[b, scored].astype(np.float32) for b, ((_, scored), _) in enumerate(rows)]
+            ready = self.to_host(self.predict(self.to_device(batch), self.to_device(attention)))
+
+        def collect() -> list[np.ndarray]:
+            values = ready() * self.info["std"] + self.info["mean"]
+            if self.level == "sentence":
+                return [np.full(len(scored), values[b], dtype=np.float32) for b, ((_, scored), _) in enumerate(rows)]
+            return [values[b, scored].astype(np.float32) for b, ((_, scored), _) in enumerate(rows)]
+        return collect

@@ -71,11 +71,13 @@ def flops_per_row(model: Any, length: int, head_positions: int) -> float:
 
 
 def ours(kind: str, path: Path, texts: list[str], device: str, dtype: str, budget: int | None,
-         repeats: int) -> dict[str, Any]:
+         repeats: int, scale: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Our engine's time on ``texts`` (``scale``: through Ray / worker processes, their start-up included)."""
     from ..scorers import load_scorer
 
     options = {"variant": "original"} if kind == "pll" else {}
-    scorer = load_scorer(kind, str(path), budget=budget, progress=False, device=device, dtype=dtype, **options)
+    scorer = load_scorer(kind, str(path), budget=budget, progress=False, device=device, dtype=dtype, scale=scale,
+                         **options)
     scorer.score(texts[: min(32, len(texts))])
     seconds = best_time(lambda: scorer.score(texts), repeats)
     prepared = [scorer.prepare(scorer.normaliser(t)) for t in texts]
@@ -123,7 +125,8 @@ def peak_flops(device: str) -> tuple[str, float | None]:
 def bench(kind: str = "pll", size: str = "base", n: int = 200, threads: int = 2, device: str = "cpu",
           dtype: str = "auto", budget: int | None = None, batches: tuple[int, ...] = (1, 8, 32), repeats: int = 1,
           peers: tuple[str, ...] = ("minicons", "lm-scorer"), cache: str | Path = "exp/bench/models",
-          tokenizer: str | None = None, out_dir: str | Path = "exp/bench") -> dict[str, Any]:
+          tokenizer: str | None = None, scales: tuple[str, ...] = (),
+          out_dir: str | Path = "exp/bench") -> dict[str, Any]:
     import torch
 
     from ..scorers.loading import resolve_device
@@ -141,8 +144,13 @@ def bench(kind: str = "pll", size: str = "base", n: int = 200, threads: int = 2,
         "rescorer": {**mine, "hyps_per_s": len(texts) / mine["seconds"], "rows_per_s": mine["rows"] / mine["seconds"],
                      "tflops": mine["flops"] / mine["seconds"] / 1e12,
                      "peak_fraction": mine["flops"] / mine["seconds"] / peak if peak else None},
-        "peers": {},
+        "peers": {}, "scaled": {},
     }
+    for backend in scales:  # the same work through one Ray actor / one worker process
+        run = ours(kind, path, texts, device, dtype, budget, repeats, {"backend": backend, "workers": 1,
+                                                                       "cpus_per_worker": threads})
+        result["scaled"][f"rescorer, engine {backend}, 1 worker"] = {**run, "hyps_per_s": len(texts) / run["seconds"],
+                                                    "peak_fraction": run["flops"] / run["seconds"] / peak if peak else None}
     runners = {"minicons": lambda b: minicons_run(kind, path, texts, device, b, repeats)}
     if kind == "ll":
         runners["lm-scorer"] = lambda b: lm_scorer_run(path, texts, device, b, repeats)
@@ -178,7 +186,7 @@ def show(result: dict[str, Any]) -> None:
                                                  if mine["peak_fraction"] else "")
     table.add_row(f"rescorer (budget {mine['budget']}{extra})", f"{mine['hyps_per_s']:.2f}", f"{mine['seconds']:.2f}",
                   "1.00x")
-    for name, peer in result["peers"].items():
+    for name, peer in {**result.get("scaled", {}), **result["peers"]}.items():
         if isinstance(peer, dict):
             table.add_row(name, f"{peer['hyps_per_s']:.2f}", f"{peer['seconds']:.2f}",
                           f"{peer['seconds'] / mine['seconds']:.2f}x slower")
@@ -256,4 +264,5 @@ def run(cfg: Any) -> dict[str, Any]:
         options.pop(key, None)
     options["batches"] = tuple(options.get("batches", (1, 8, 32)))
     options["peers"] = tuple(options.get("peers", ("minicons", "lm-scorer")))
+    options["scales"] = tuple(options.get("scales") or ())
     return bench(**options, out_dir=cfg.out_dir)

@@ -67,11 +67,14 @@ def panels(scores: Mapping[str, Scores], log_freq, table, frames) -> dict[str, d
 
 
 def run(cfg: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
     from ..scorers import load_scorer
 
     task, engine = cfg.task, cfg.engine
     common = dict(case=task.case, append_period=task.append_period, store=engine.store, budget=engine.budget,
-                  progress=engine.progress, device=engine.device, dtype=engine.dtype)
+                  progress=engine.progress, device=engine.device, dtype=engine.dtype, compile=engine.compile,
+                  scale=OmegaConf.to_container(engine.scale) if engine.get("scale") else None)
     masked = {v: load_scorer("pll", task.masked, variant=v, **common) for v in task.variants}
     causal = load_scorer("ll", task.causal, **common) if task.causal else None
     sentences = read_sentences(task.sentences.path, task.sentences.column)

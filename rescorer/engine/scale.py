@@ -1,0 +1,178 @@
+"""Scoring beyond one process: a pool of Ray actors (``engine=ray``) or one process per GPU (``engine=multi_gpu``).
+
+The driver keeps the score store (one writer): it sends out only the texts the store lacks and stores what the
+workers send back as it arrives, so a killed driver resumes where it stopped. Each worker rebuilds the scorer
+from its ``spec`` (the arguments of :func:`rescorer.scorers.load_scorer`) and runs the local engine's batching
+on its share; a sentence never leaves its worker, so its rows are never split.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import queue
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import ConfigError, ScorerError
+from .runner import EngineConfig, EngineStats, Scores, compute
+
+if TYPE_CHECKING:
+    from ..scorers.base import Scorer
+
+BACKENDS = ("ray", "processes")
+
+
+@dataclass
+class ScaleConfig:
+    """Where the workers run. ``workers`` None: one per GPU (Ray: per ``gpus_per_worker``), or on a machine
+    without GPUs one per ``cpus_per_worker`` CPUs (Ray) — ``processes`` needs it set there."""
+
+    backend: str = "ray"
+    workers: int | None = None
+    cpus_per_worker: int = 1              # CPUs reserved per worker (torch threads of a CPU worker)
+    gpus_per_worker: float | None = None  # Ray: None = 1 on a cluster with GPUs, else 0
+    block: int = 256                      # texts per Ray block: the unit a worker scores and the driver stores
+    address: str | None = None            # Ray: None starts a local cluster; "auto" or "ray://head:10001" joins one
+    init: dict = field(default_factory=dict)  # more ray.init arguments (runtime_env, namespace, num_cpus, ...)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"engine.scale.backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
+
+
+def shard_of(text: str, shards: int) -> int:
+    """A stable shard for ``text`` (the same on every run and machine, unlike ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") % shards
+
+
+class Worker:
+    """A scorer rebuilt from its spec inside a worker (a Ray actor or a spawned process)."""
+
+    def __init__(self, spec: dict[str, Any], device: str, threads: int):
+        import torch
+
+        from ..scorers import load_scorer
+
+        if not device.startswith("cuda"):
+            torch.set_num_threads(threads)
+        self.scorer = load_scorer(**{**spec, "device": device}, store=None, progress=False)
+        self.config = EngineConfig(budget=spec.get("budget"), progress=False)
+
+    def chunks(self, texts: Sequence[str]) -> Iterator[Scores]:
+        return compute(self.scorer, texts, self.config, EngineStats())
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Ray Data's batch function: texts → totals and per-token scores (JSON, exact for float64)."""
+        texts = [str(t) for t in batch["text"]]
+        scores: Scores = {}
+        for chunk in self.chunks(texts):
+            scores.update(chunk)
+        return {"text": np.array(texts, dtype=object),
+                "total": np.array([scores[t][0] for t in texts], dtype=np.float64),
+                "tokens": np.array([json.dumps(scores[t][1]) for t in texts], dtype=object)}
+
+
+class RayWorker(Worker):
+    def __init__(self, spec: dict[str, Any], threads: int):
+        super().__init__(spec, spec.get("device") or "auto", threads)
+
+
+def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig) -> Iterator[Scores]:
+    """Scores from a Ray Data pipeline: texts → a pool of scorer actors → back to the driver, block by block."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("engine=ray needs Ray: pip install 'rescorer[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=scale.address, **{"log_to_driver": False, **scale.init})
+    ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows one bar of sentences
+    resources = ray.cluster_resources()
+    gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
+    workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
+                                max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
+    data = ray.data.from_items([{"text": t} for t in texts], override_num_blocks=math.ceil(len(texts) / scale.block))
+    scored = data.map_batches(RayWorker, fn_constructor_kwargs={"spec": spec, "threads": scale.cpus_per_worker},
+                              batch_size=scale.block, batch_format="numpy",
+                              compute=ray.data.ActorPoolStrategy(size=workers),
+                              num_cpus=scale.cpus_per_worker, num_gpus=gpus)
+    for batch in scored.iter_batches(batch_size=None, batch_format="numpy"):
+        yield {str(t): (float(total), json.loads(tokens))
+               for t, total, tokens in zip(batch["text"], batch["total"], batch["tokens"])}
+
+
+def serve(spec: dict[str, Any], device: str, threads: int, texts: list[str], out: Any) -> None:
+    """A spawned process: score ``texts`` on ``device`` and send finished sentences to the driver."""
+    try:
+        for chunk in Worker(spec, device, threads).chunks(texts):
+            out.put(("scores", chunk))
+        out.put(("done", device))
+    except BaseException:  # the driver re-raises it with the worker's traceback
+        out.put(("error", traceback.format_exc()))
+
+
+def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig) -> Iterator[Scores]:
+    """Scores from one spawned process per GPU (or ``workers`` CPU processes), texts sharded by a stable hash."""
+    import multiprocessing
+
+    import torch
+
+    gpus = torch.cuda.device_count()
+    workers = scale.workers or gpus
+    if not workers:
+        raise ConfigError("engine=multi_gpu found no GPU: set engine.scale.workers to run CPU processes")
+    devices = [f"cuda:{i % gpus}" for i in range(workers)] if gpus else ["cpu"] * workers
+    shards: list[list[str]] = [[] for _ in range(workers)]
+    for text in texts:
+        shards[shard_of(text, workers)].append(text)
+    context = multiprocessing.get_context("spawn")
+    inbox = context.Queue()
+    processes = [context.Process(target=serve, args=(spec, device, scale.cpus_per_worker, shard, inbox), daemon=True)
+                 for device, shard in zip(devices, shards) if shard]
+    for process in processes:
+        process.start()
+    running = len(processes)
+    try:
+        while running:
+            try:
+                kind, payload = inbox.get(timeout=5)
+            except queue.Empty:
+                dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise ScorerError(f"a scoring process died (exit code {dead[0]})") from None
+                continue
+            if kind == "error":
+                raise ScorerError(f"a scoring process failed:\n{payload}")
+            if kind == "done":
+                running -= 1
+            else:
+                yield payload
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        inbox.close()
+
+
+def scale_out(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: EngineStats) -> Iterator[Scores]:
+    """Finished sentences of ``todo`` from the workers, longest first, with progress and row counts."""
+    scale = config.scale
+    rows = {}
+    for text in todo:
+        sentence = scorer.prepare(text)
+        rows[text] = (scorer.num_rows(sentence), scorer.row_length(sentence))
+    stats.rows += sum(n for n, _ in rows.values())
+    texts = sorted(todo, key=lambda t: -rows[t][1])
+    backend = ray_chunks if scale.backend == "ray" else process_chunks
+    show = config.progress
+    with tqdm(total=len(texts), unit="sentence", desc=f"{scorer.kind} ({scale.backend})",
+              disable=None if show is None else not show, dynamic_ncols=True) as bar:
+        for chunk in backend(scorer.spec, texts, scale):
+            stats.rows_computed += sum(rows[t][0] for t in chunk)
+            bar.update(len(chunk))
+            yield chunk
