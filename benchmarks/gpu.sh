@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU figures, run from the repository root on a CUDA machine:
 #   bash benchmarks/gpu.sh adapt OUT ASSETS   domain-adapt MiniLM on the corpora (resumable), export the delta to OUT
-#   bash benchmarks/gpu.sh bench OUT ASSETS   BERT-base PLL and GPT-2 LL throughput (bf16) vs minicons / lm-scorer
+#   bash benchmarks/gpu.sh bench OUT ASSETS   BERT-base PLL and GPT-2 LL throughput (bf16) vs minicons / lm-scorer,
+#                                             and through one Ray actor (engine=ray)
 # ASSETS holds what ../shared and pip would give: minilm/ (encoder + tokenizer), corpora/, refs/dev_clean.trn.
 set -euo pipefail
 what=$1; out=$2; assets=${3:-.gpu}
@@ -14,6 +15,7 @@ case $what in
     cp exp/gpu/adapt/curve.json exp/gpu/adapt/curve.png "$out/" ;;
   bench)
     rescorer task=bench task.kind=pll task.device=cuda task.n=5000 "task.batches=[8,32,128]" task.tokenizer=$assets/minilm \
-      "task.peers=[minicons]" task.threads=16 out_dir=$out
-    rescorer task=bench task.kind=ll task.device=cuda task.n=5000 "task.batches=[8,32,128]" task.threads=16 out_dir=$out ;;
+      "task.peers=[minicons]" "task.scales=[ray]" task.threads=16 out_dir=$out
+    rescorer task=bench task.kind=ll task.device=cuda task.n=5000 "task.batches=[8,32,128]" "task.scales=[ray]" \
+      task.threads=16 out_dir=$out ;;
 esac
