@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rescorer.engine.scale import shard_of
+from rescorer.engine.scale import ScaleConfig, shard_of
+from rescorer.errors import ConfigError
 from rescorer.scorers import load_scorer
 from rescorer.shipped import shipped_model
 from rescorer.store import ScoreStore
@@ -56,6 +57,13 @@ def test_shards_are_stable_and_cover_every_shard():
     assert shards == [shard_of(t, 3) for t in texts]
     assert set(shards) == {0, 1, 2}
     assert shard_of("I SAW THE MAN", 1) == 0
+
+
+def test_a_misspelt_scale_option_is_named():
+    with pytest.raises(ConfigError, match=r"unknown engine.scale option\(s\) \['worker'\]"):
+        ScaleConfig.of({"backend": "ray", "worker": 2})
+    with pytest.raises(ConfigError, match="backend must be one of ray, processes"):
+        ScaleConfig.of({"backend": "dask"})
 
 
 @needs_minilm

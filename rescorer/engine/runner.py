@@ -112,7 +112,7 @@ def run(scorer: "Scorer", texts: Sequence[str], store: ScoreStore | None = None,
     stats = EngineStats(sentences=len(unique), cached=len(done))
     if todo:
         chunks = compute(scorer, todo, config, stats)
-        if config.scale is not None and getattr(scorer, "spec", None) is not None:
+        if config.scale is not None and scorer.spec is not None:  # in-memory models score here
             from .scale import scale_out
 
             chunks = scale_out(scorer, todo, config, stats)

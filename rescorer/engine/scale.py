@@ -12,8 +12,8 @@ import json
 import math
 import queue
 import traceback
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -39,6 +39,15 @@ class ScaleConfig:
     block: int = 256                      # texts per Ray block: the unit a worker scores and the driver stores
     address: str | None = None            # Ray: None starts a local cluster; "auto" or "ray://head:10001" joins one
     init: dict = field(default_factory=dict)  # more ray.init arguments (runtime_env, namespace, num_cpus, ...)
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> "ScaleConfig":
+        """From ``engine.scale``; an unknown key is an error naming the known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ConfigError(f"unknown engine.scale option(s) {unknown} (known: {', '.join(sorted(known))})")
+        return cls(**options)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

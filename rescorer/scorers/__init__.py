@@ -28,7 +28,7 @@ def load_scorer(kind: str, model: str, *, case: str = "keep", append_period: boo
     """
     scorer = _build(kind, model, dict(normaliser=Normaliser(case, append_period), store=store,
                                       engine=EngineConfig(budget=budget, progress=progress, compile=compile,
-                                                          scale=ScaleConfig(**scale) if scale else None)), options)
+                                                          scale=ScaleConfig.of(scale) if scale else None)), options)
     if "loaded" not in options:  # what a worker needs to build the same scorer (in-memory models stay local)
         scorer.spec = dict(kind=kind, model=model, case=case, append_period=append_period, budget=budget,
                            compile=compile, **options)

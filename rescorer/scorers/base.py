@@ -23,6 +23,7 @@ class Scorer(ABC):
     gpu_budget: int = 32768         # tokens per batch on a GPU (large batches keep it busy)
     device: str = "cpu"
     spec: dict[str, Any] | None = None  # load_scorer's arguments: how a worker process rebuilds this scorer
+    bytes_per_token: int = 0        # GPU memory a batch token costs (0: no budget from free memory)
 
     def __init__(self, normaliser: Normaliser | None = None, store: str | Path | ScoreStore | None = None,
                  engine: EngineConfig | None = None):
@@ -79,8 +80,6 @@ class Scorer(ABC):
 
     def release_memory(self) -> None:
         """Free cached accelerator memory after an out-of-memory error."""
-
-    bytes_per_token: int = 0  # activation memory a batch token costs on a GPU (0: no automatic budget)
 
     def place(self, model: Any) -> Any:
         """``model`` on the scorer's device; with ``engine.compile``, each of its layers ``torch.compile``d."""

@@ -93,7 +93,11 @@ class CausalLMScorer(Scorer):
             nxt = input_ids[:, 1:]
             picked = logits.gather(-1, nxt[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
         ready = self.to_host(picked)
-        return lambda: [ready()[b, : lengths[b] - 1] for b in range(len(rows))]
+
+        def collect() -> list[np.ndarray]:
+            out = ready()
+            return [out[b, : lengths[b] - 1] for b in range(len(rows))]
+        return collect
 
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str], add_bos: bool = True) -> np.ndarray:
         """log P(candidate | prompt) of the next token, [prompt, candidate], through the engine and the store.
@@ -162,7 +166,8 @@ class NextTokenScorer(Scorer):
             logits = self.lm.model(input_ids=input_ids, attention_mask=attention).logits
             last = logits[torch.arange(len(rows), device=self.device), self.lm.to_device(lengths - 1)]
             logp = torch.log_softmax(last.float(), dim=-1)[:, self.lm.to_device(self.candidate_ids)]
-        return list(logp.cpu().numpy())
+        ready = self.lm.to_host(logp)
+        return lambda: list(ready())
 
     def release_memory(self) -> None:
         self.lm.release_memory()
