@@ -1,42 +1,29 @@
 """The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``."""
 from __future__ import annotations
 
-import importlib
 import sys
-from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .errors import RescorerError
-from .shipped import package_dir, shipped_model
-
-ROOT = Path(__file__).resolve().parent.parent
-CONF = ROOT / "conf"
-
-
-def register_resolvers() -> None:
-    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory and
-    ``${shipped:NAME}`` a shipped model's directory (built and cached on first use)."""
-    if not OmegaConf.has_resolver("root"):
-        OmegaConf.register_new_resolver("root", lambda: str(ROOT))
-    if not OmegaConf.has_resolver("pkg"):
-        OmegaConf.register_new_resolver("pkg", lambda name: str(package_dir(name)))
-    if not OmegaConf.has_resolver("shipped"):
-        OmegaConf.register_new_resolver("shipped", shipped_model)
-
-
-def run_task(cfg: DictConfig):
-    module = importlib.import_module(f"rescorer.tasks.{cfg.task.name}")
-    return module.run(cfg)
+from .tasks import CONF, register_resolvers, run_task, user_error
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
     try:
         run_task(cfg)
-    except RescorerError as err:
-        print(f"rescorer: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        store = cfg.get("engine", {}).get("store")
+        saved = f"finished scores are in {store}; " if store else ""
+        print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
+    except Exception as err:  # one line and exit 2 for what the user can fix; a traceback for our own bugs
+        reason = user_error(err)
+        if reason is None:
+            raise
+        print(f"rescorer: error: {reason}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -20,7 +20,7 @@ CAUSAL = ("gpt2", "llama")
 
 def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int):
     """A fast tokenizer trained on ``texts``: WordPiece (BERT-style, uncased) or byte-level BPE (RoBERTa/GPT-2-style)."""
-    from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer
+    from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer
     from transformers import BertTokenizerFast, GPT2TokenizerFast, RobertaTokenizerFast
 
     texts = list(texts)

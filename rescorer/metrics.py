@@ -30,6 +30,8 @@ class Metric:
 
     name: str
     higher_is_better: bool
+    scale: float     # what a score is multiplied by in reports
+    units: str       # the reported value's units
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
@@ -55,6 +57,8 @@ class WER(Metric):
 
     name = "wer"
     higher_is_better = False
+    scale = 100.0        # reported as a percentage
+    units = "percent"
 
     def __init__(self, transform: str = "default"):
         if transform not in WER_TRANSFORMS:
@@ -91,6 +95,8 @@ class BLEUMetric(Metric):
 
     name = "bleu"
     higher_is_better = True
+    scale = 1.0
+    units = "BLEU (0-100)"
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, force: bool = False):

@@ -10,11 +10,11 @@ from pathlib import Path
 import jiwer
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 import rescorer
-from rescorer.cli import CONF, register_resolvers
+from rescorer.errors import ConfigError
+from rescorer.tasks import CONF, register_resolvers, scorers_of
 
 from .conftest import DEMO, ROOT, SHARED, need
 from .models import tiny_models  # noqa: F401  (fixture)
@@ -64,10 +64,10 @@ def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
                          f"model.causal.path={tiny_models['gpt2']}", f"model.student.path={tiny_models['bert']}",
                          f"engine.store={tmp_path}/s.sqlite")
     if scorer == "student":  # trained by task=distill (tests/test_distill.py scores with real students)
-        with pytest.raises(InstantiationException, match="not a rescorer student"):
-            instantiate(cfg.scorer[scorer], _convert_="all")
+        with pytest.raises(ConfigError, match="not a rescorer student"):
+            scorers_of(cfg)
         return
-    loaded = instantiate(cfg.scorer[scorer], _convert_="all")
+    loaded = scorers_of(cfg)[scorer]
     assert loaded.kind == scorer and loaded.score(["A CAT SAT"])[0] < 0
 
 
@@ -175,3 +175,12 @@ def test_multirun_sweeps_scorer_selections(tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(tmp_path / "out")) == ["0", "1", "2"]
     assert "scorer=[pll,ll]" in result.stdout
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_experiment_uses_only_known_task_and_search_keys(experiment):
+    from rescorer.tasks import check_keys
+
+    cfg = compose_config(f"+experiment={experiment}")
+    check_keys(cfg, "task", cfg.task.name)
+    check_keys(cfg, "search", cfg.search.name)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+)
 
+from rescorer import load_scorer
 from rescorer.errors import ConfigError
-from rescorer.scorers import load_scorer
 from rescorer.store import ScoreStore
 from rescorer.train.distill import DistillConfig, distill
 
@@ -37,11 +40,10 @@ def trained(tiny_models, tmp_path_factory):
 def test_teacher_targets_are_computed_once_through_the_store(trained):
     teacher_options, texts, runs = trained
     teacher = load_scorer(**teacher_options)
-    distinct = set(teacher.scored_texts([t for t in texts if t.strip()]))
+    distinct = set(teacher.normalise([t for t in texts if t.strip()]))
     with ScoreStore(teacher_options["store"]) as store:
         assert store.count(teacher.signature) == len(distinct)
-    teacher.compute(texts)
-    assert teacher.last_stats.rows_computed == 0
+    assert teacher.compute(texts).stats.rows_computed == 0
     cfg, result = runs["sentence"]
     assert result["train_texts"] + result["dev_texts"] == len(distinct)
 
@@ -69,7 +71,7 @@ def test_student_scorer_equals_a_direct_forward_of_the_saved_model(trained, leve
     tokenizer = AutoTokenizer.from_pretrained(result["student"])
     info = json.loads((Path(result["student"]) / "config.json").read_text())["rescorer_student"]
     teacher = load_scorer(**teacher_options)
-    for text, total, per_token in zip(student.scored_texts(sample), totals, tokens):
+    for text, total, per_token in zip(student.normalise(sample), totals, tokens):
         enc = tokenizer(text, return_tensors="pt")
         with torch.no_grad():
             out = model(**enc).logits[0, ..., 0].numpy() * info["std"] + info["mean"]

@@ -11,14 +11,37 @@ import torch
 from scipy.stats import pearsonr
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
+from rescorer import load_scorer
 from rescorer.errors import ConfigError, DataFormatError
-from rescorer.pairs import Judge, Judgments, PairSet, ensemble, majority, parse_ensemble, read_pairs, read_sentences
-from rescorer.pairs.desiderata import (Scores, correlations, log_frequencies, multi_token_share, word_scores,
-                                      words_of)
+from rescorer.pairs import (
+    Judge,
+    Judgments,
+    PairSet,
+    ensemble,
+    majority,
+    parse_ensemble,
+    read_pairs,
+    read_sentences,
+)
+from rescorer.pairs.desiderata import (
+    Scores,
+    correlations,
+    log_frequencies,
+    multi_token_share,
+    word_scores,
+    words_of,
+)
 from rescorer.pairs.evaluate import pearson, summarise
-from rescorer.pairs.methods import (AB_PROMPTS, COMPARATIVE_TEMPLATES, SINGLE_TEMPLATES, YES_NO_PROMPTS, ab_order,
-                                    answers, fill, render)
-from rescorer.scorers import load_scorer
+from rescorer.pairs.methods import (
+    AB_PROMPTS,
+    COMPARATIVE_TEMPLATES,
+    SINGLE_TEMPLATES,
+    YES_NO_PROMPTS,
+    ab_order,
+    answers,
+    fill,
+    render,
+)
 
 from .conftest import ROOT, SHARED, need
 
@@ -247,7 +270,7 @@ def test_yes_no_probability_equals_a_softmax_over_the_full_next_token_logits(tin
 def test_next_token_answers_must_be_single_tokens(tiny):
     scorer = load_scorer("ll", str(tiny["gpt2"]), progress=False)
     with pytest.raises(ConfigError, match="candidate answer 'Perhaps' is .* tokens .* it must be one"):
-        scorer.next_token_logprobs(["Is it?"], ["Perhaps", "No"])
+        scorer.adapter.next_token(["Perhaps", "No"])
     masked = load_scorer("pll", str(tiny["bert"]), progress=False)
     with pytest.raises(ConfigError, match="needs a causal LM"):
         Judge(masked, read_pairs(BLIMP, limit=1))("yes_no")
@@ -270,7 +293,7 @@ def test_ab_shows_the_good_sentence_as_its_letter_and_scores_that_letter(tiny):
     np.testing.assert_array_equal(got.details["good_is_a"], good_is_a)
     shown = [(p.good, p.bad) if first else (p.bad, p.good) for p, first in zip(pairs, good_is_a)]
     prompts = [render(AB_PROMPTS[0], "base", a=a, b=b) for a, b in shown]
-    logp = scorer.next_token_logprobs(prompts, [" A", " B"])
+    logp = np.array(scorer.view(scorer.adapter.next_token([" A", " B"])).compute(prompts, normalise=False).tokens)
     np.testing.assert_allclose(got.good[0], np.where(good_is_a, logp[:, 0], logp[:, 1]))
     np.testing.assert_array_equal(got.correct[0], (logp[:, 0] > logp[:, 1]) == good_is_a)
 
@@ -338,16 +361,18 @@ def test_desiderata_correlations_equal_scipy_and_word_scores_a_naive_loop(tiny):
         assert r["frequency"][frame] == pytest.approx(pearsonr(scores.words[frame], log_freq)[0])
     assert r["causal"] == pytest.approx(pearsonr(pll.score(sentences), causal)[0])
     assert pearson([1, 2, 3], [5, 5, 5]) is None
-    split = [len(pll.tokenizer(f" {w}", add_special_tokens=False)["input_ids"]) > 1 for w in words]
-    assert multi_token_share(pll.tokenizer, words) == pytest.approx(100 * sum(split) / len(words))
+    tokenizer = pll.adapter.tokenizer
+    split = [len(tokenizer(f" {w}", add_special_tokens=False)["input_ids"]) > 1 for w in words]
+    assert multi_token_share(tokenizer, words) == pytest.approx(100 * sum(split) / len(words))
     np.testing.assert_allclose(word_scores(ll, ["derek"], "{word}"), ll.score(["derek"]), atol=1e-5)
 
 
 # ---- tasks
 def compose(*overrides: str):
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
 
-    from rescorer.cli import CONF, register_resolvers
+    from rescorer.tasks import CONF, register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
@@ -355,7 +380,7 @@ def compose(*overrides: str):
 
 
 def test_minimal_pairs_task_writes_tables_records_and_plot(tiny, tmp_path):
-    from rescorer.cli import run_task
+    from rescorer.tasks import run_task
 
     common = [f"pairs.path={BLIMP}", f"engine.store={tmp_path}/s.sqlite", "engine.progress=false"]
     cfg = compose("task=minimal_pairs", "scorer=[ll]", f"model.causal.path={tiny['gpt2']}", *common,
@@ -385,7 +410,7 @@ def test_minimal_pairs_task_writes_tables_records_and_plot(tiny, tmp_path):
 
 
 def test_desiderata_task_reports_each_variant(tiny, tmp_path):
-    from rescorer.cli import run_task
+    from rescorer.tasks import run_task
 
     text = tmp_path / "sentences.txt"
     text.write_text("".join(f"{p.good}\n" for p in read_pairs(BLIMP)))

@@ -11,14 +11,22 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from hydra.utils import instantiate
 
+from rescorer import load_scorer
 from rescorer.errors import ConfigError, NBestFormatError, ScorerError
-from rescorer.pcfg import PCFG, Charts, GrammarFileError, Induction, induce, read_grammar, write_grammar
+from rescorer.pcfg import (
+    PCFG,
+    Charts,
+    GrammarFileError,
+    Induction,
+    induce,
+    read_grammar,
+    write_grammar,
+)
 from rescorer.pcfg.treebank import ROOT, cnf_trees, parse_trees, read_treebank
-from rescorer.scorers import load_scorer
 
-from .conftest import ROOT as REPO, SHARED, need
+from .conftest import ROOT as REPO
+from .conftest import SHARED, need
 
 FIXTURES = REPO / "tests" / "fixtures" / "pcfg"
 TREEBANK = SHARED / "treebank" / "treebank.zip"
@@ -223,19 +231,21 @@ def test_every_sampled_sentence_is_possible(source, request):
 
 # ---- (e) the scorer
 def test_the_scorer_through_the_engine_equals_the_charts(tmp_path):
+    from rescorer.tasks import scorers_of
+
     from .test_cli import compose_config
 
     grammar_file = FIXTURES / "recursive.pcfg"
     cfg = compose_config("scorer=[pcfg]", f"scorer.pcfg.model={grammar_file}", "scorer.pcfg.oov=error",
                          f"engine.store={tmp_path}/store.sqlite")
-    masked = instantiate(cfg.scorer.pcfg, _convert_="all")
+    masked = scorers_of(cfg)["pcfg"]
     texts = ["a b", "c b c a", "a b", "c a b a b", "b b"]
-    charts, grammar = masked.charts, masked.grammar
-    for text, tokens in zip(texts, masked.token_scores(texts)):
+    charts, grammar = masked.adapter.charts, masked.adapter.grammar
+    first = masked.compute(texts)
+    for text, tokens in zip(texts, first.tokens):
         np.testing.assert_array_equal(tokens, charts.masked_log_probs(grammar.encode(text.split())))
-    assert masked.last_stats.sentences == 4 and masked.last_stats.cached == 0
-    masked.score(texts)
-    assert masked.last_stats.cached == 4  # the second call is answered by the store
+    assert first.stats.sentences == 4 and first.stats.cached == 0
+    assert masked.compute(texts).stats.cached == 4  # the second call is answered by the store
     causal = load_scorer("pcfg", str(grammar_file), variant="causal", score_eos=True, store=tmp_path / "store.sqlite")
     assert causal.signature != masked.signature
     for text, tokens in zip(texts, causal.token_scores(texts)):
@@ -251,10 +261,10 @@ def test_the_scorer_through_the_engine_equals_the_charts(tmp_path):
 
 def test_unknown_words_score_as_unk_in_the_treebank_grammar(treebank_grammar):
     scorer = load_scorer("pcfg", None, grammar=treebank_grammar, oov="unk")
-    grammar, text = scorer.grammar, "The zyzzyva rose ."
+    grammar, text = scorer.adapter.grammar, "The zyzzyva rose ."
     words = [w if w in grammar.word_index else "<unk>" for w in text.split()]
     assert words[1] == "<unk>" and words.count("<unk>") < 4
-    assert scorer.token_scores([text]) == [list(scorer.charts.masked_log_probs(grammar.encode(words)))]
+    assert scorer.token_scores([text]) == [list(scorer.adapter.charts.masked_log_probs(grammar.encode(words)))]
 
 
 # ---- (f) training moves an LM towards the truth
@@ -262,7 +272,7 @@ def test_more_training_raises_the_masked_lms_agreement_with_the_truth(tmp_path):
     import torch
     from safetensors import safe_open
 
-    from rescorer.cli import run_task
+    from rescorer.tasks import run_task
 
     from .test_cli import compose_config
 
@@ -270,7 +280,7 @@ def test_more_training_raises_the_masked_lms_agreement_with_the_truth(tmp_path):
                  "task.max_length=12", "task.min_frequency=1", "task.models=[masked]",
                  "task.masked.shape={layers: 2, heads: 2, hidden: 64, intermediate: 128, max_length: 12}",
                  "task.masked.steps=80", "task.masked.batch_size=64", "task.masked.lr=3e-3", "task.masked.warmup=5",
-                 "task.masked.eval_every=80", "task.masked.dev_size=20", "task.threads=1", "engine.progress=false",
+                 "task.masked.eval_every=80", "task.masked.dev_size=20", "engine.threads=1", "engine.progress=false",
                  f"out_dir={tmp_path}/run", f"engine.store={tmp_path}/store.sqlite"]
     threads = torch.get_num_threads()
     try:

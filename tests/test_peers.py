@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rescorer.scorers import load_scorer
+from rescorer import load_scorer
 
 from .models import tiny_models  # noqa: F401  (fixture)
 from .test_scorers import TEXTS

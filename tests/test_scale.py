@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rescorer import load_scorer
 from rescorer.engine.scale import ScaleConfig, shard_of
 from rescorer.errors import ConfigError
-from rescorer.scorers import load_scorer
 from rescorer.shipped import shipped_model
 from rescorer.store import ScoreStore
 
@@ -73,10 +73,9 @@ def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():
     local = load_scorer("pll", model, variant="word_l2r")
     scaled = load_scorer("pll", model, variant="word_l2r", scale={"backend": "processes", "workers": 2},
                          progress=False)
-    expected = dict(zip(texts, local.compute(texts)))
-    got = dict(zip(texts, scaled.compute(texts)))
-    assert_same_scores(expected, got)
-    assert scaled.last_stats.rows_computed == local.last_stats.rows_computed > 0
+    local_result, scaled_result = local.compute(texts), scaled.compute(texts)
+    assert_same_scores(dict(zip(texts, local_result)), dict(zip(texts, scaled_result)))
+    assert scaled_result.stats.rows_computed == local_result.stats.rows_computed > 0
 
 
 @needs_minilm

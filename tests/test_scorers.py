@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
+from rescorer import load_scorer
 from rescorer.errors import ConfigError, ScorerError
-from rescorer.scorers import load_scorer
 from rescorer.scorers.masked import VARIANTS
 
 from .models import tiny_models  # noqa: F401  (fixture)
@@ -116,14 +116,14 @@ def test_scores_do_not_depend_on_budget_or_order(tiny_models, kind, arch):
 
 def test_identical_texts_are_scored_once(tiny_models):
     scorer = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
-    scores = scorer.score(["A CAT", "A CAT", "A DOG", "A CAT"])
-    assert scores[0] == scores[1] == scores[3]
-    assert scorer.last_stats.sentences == 2 and scorer.last_stats.rows_computed == 2
+    result = scorer.compute(["A CAT", "A CAT", "A DOG", "A CAT"])
+    assert result.totals[0] == result.totals[1] == result.totals[3]
+    assert result.stats.sentences == 2 and result.stats.rows_computed == 2
 
 
 def test_normalisation_changes_the_scored_text_only(tiny_models):
     scorer = load_scorer("ll", str(tiny_models["gpt2"]), case="sentence", append_period=True, progress=False)
-    assert scorer.scored_texts(["HELLO  WORLD"]) == ["Hello world."]
+    assert scorer.normalise(["HELLO  WORLD"]) == ["Hello world."]
     plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
     assert scorer.score(["HELLO WORLD"]) == pytest.approx(plain.score(["Hello world."]))
     assert "case:sentence|period:yes" in scorer.signature
@@ -132,16 +132,17 @@ def test_normalisation_changes_the_scored_text_only(tiny_models):
 def test_out_of_memory_halves_the_budget_and_keeps_scores(tiny_models, monkeypatch):
     scorer = load_scorer("pll", str(tiny_models["bert"]), budget=4096, progress=False)
     reference = scorer.score(TEXTS)
-    real_forward = scorer.forward
+    real_forward = scorer.adapter.forward
 
     def forward(rows):
         if sum(len(s.ids) for s, _ in rows) > 300:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real_forward(rows)
 
-    monkeypatch.setattr(scorer, "forward", forward)
-    np.testing.assert_allclose(scorer.score(TEXTS), reference, atol=1e-4)
-    assert scorer.last_stats.budgets and scorer.last_stats.budgets[-1] < 4096
+    monkeypatch.setattr(scorer.adapter, "forward", forward)
+    result = scorer.compute(TEXTS)
+    np.testing.assert_allclose(result.totals, reference, atol=1e-4)
+    assert result.stats.budgets and result.stats.budgets[-1] < 4096
 
 
 def test_bad_options_are_clear_errors(tiny_models, tmp_path):
@@ -174,5 +175,5 @@ def test_scoring_an_in_memory_model_leaves_its_layers_alone(tiny_models):
 def test_compiled_layers_score_like_the_eager_model(tiny_models, kind, arch):
     eager = load_scorer(kind, str(tiny_models[arch]), progress=False)
     compiled = load_scorer(kind, str(tiny_models[arch]), compile=True, progress=False)
-    assert compiled.spec["compile"] and compiled.signature == eager.signature
+    assert compiled.adapter.spec["compile"] and compiled.signature == eager.signature
     np.testing.assert_allclose(compiled.score(TEXTS[:3]), eager.score(TEXTS[:3]), atol=1e-4)

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 import rescorer
-from rescorer.scorers import load_scorer
+from rescorer import load_scorer
 from rescorer.shipped import ASSETS, SMOLLM2_GGUF, minilm_mlm, package_dir, smollm2
 
 from .conftest import DEMO, needs_minilm, needs_smollm2

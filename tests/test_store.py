@@ -12,8 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from rescorer import read_nbest
-from rescorer.scorers import load_scorer
+from rescorer import load_scorer, read_nbest
 from rescorer.store import ScoreStore
 
 from .conftest import DEMO
@@ -45,20 +44,19 @@ def test_second_run_reads_everything_from_the_store(tiny_models, tmp_path):
     texts = ["A CAT SAT", "A DOG", "A CAT SAT"]
     first = load_scorer("pll", str(tiny_models["bert"]), store=tmp_path / "s.sqlite", progress=False)
     scores = first.score(texts)
-    again = load_scorer("pll", str(tiny_models["bert"]), store=tmp_path / "s.sqlite", progress=False)
-    assert again.score(texts) == scores
-    assert again.last_stats.cached == 2 and again.last_stats.rows_computed == 0
+    again = load_scorer("pll", str(tiny_models["bert"]), store=tmp_path / "s.sqlite", progress=False).compute(texts)
+    assert again.totals == scores
+    assert again.stats.cached == 2 and again.stats.rows_computed == 0
     other = load_scorer("pll", str(tiny_models["bert"]), variant="original", store=tmp_path / "s.sqlite", progress=False)
-    other.score(texts)
-    assert other.last_stats.cached == 0  # another variant is another signature
+    assert other.compute(texts).stats.cached == 0  # another variant is another signature
 
 
 SCRIPT = """
 import json, sys
-from rescorer.scorers import load_scorer
+from rescorer import load_scorer
 texts = json.load(open(sys.argv[2]))
 scorer = load_scorer("pll", sys.argv[1], store=sys.argv[3], budget=512, progress=False)
-scorer.engine.flush_seconds = 0.0
+scorer.engine.flush_seconds = 0.0  # store every finished sentence at once
 scorer.score(texts)
 """
 
@@ -90,10 +88,11 @@ def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
     with ScoreStore(store_path) as store:
         kept = store.get(scorer.signature, texts)
     assert 1500 <= len(kept) < len(texts)
-    missing_rows = sum(scorer.num_rows(scorer.prepare(t)) for t in texts if t not in kept)
-    resumed = scorer.score(texts)
-    assert scorer.last_stats.cached == len(kept)
-    assert scorer.last_stats.rows_computed == missing_rows
+    missing_rows = sum(scorer.adapter.num_rows(scorer.adapter.prepare(t)) for t in texts if t not in kept)
+    result = scorer.compute(texts)
+    resumed = result.totals
+    assert result.stats.cached == len(kept)
+    assert result.stats.rows_computed == missing_rows
 
     sample = np.random.default_rng(0).choice(len(texts), 300, replace=False)
     fresh = load_scorer("pll", str(tiny_models["bert"]), progress=False).score([texts[i] for i in sample])

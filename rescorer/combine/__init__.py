@@ -1,6 +1,6 @@
 """Log-linear interpolation of score columns (spec §3) and the weight search on a dev set (§3.1)."""
 from .interpolate import Column, Features, totals
-from .search import SearchResult, grid_search, fast_search, search_weights, weight_grid
+from .search import SearchResult, fast_search, grid_search, search_weights, weight_grid
 
 __all__ = ["Column", "Features", "SearchResult", "fast_search", "grid_search", "search_weights", "totals",
            "weight_grid"]

@@ -19,12 +19,3 @@ def rows_in_budget(longest: int, budget: int) -> int:
     """How many rows padded to ``longest`` fit in ``budget`` tokens (at least one)."""
     return max(1, budget // max(longest, 1))
 
-
-def budget_batches(lengths: np.ndarray, budget: int) -> list[slice]:
-    """Consecutive slices of length-sorted (descending) rows whose ``rows × longest`` stays within ``budget``."""
-    batches, start, n = [], 0, len(lengths)
-    while start < n:
-        size = rows_in_budget(int(lengths[start]), budget)
-        batches.append(slice(start, min(n, start + size)))
-        start += size
-    return batches

@@ -1,8 +1,9 @@
-"""Run a scorer over texts: dedupe, reuse the store, batch rows by token budget, back off on OOM, show progress."""
+"""The engine: dedupe texts, reuse the score store, batch rows by token budget, back off on OOM, show progress."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
@@ -13,25 +14,16 @@ from .batching import row_pool, rows_in_budget
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
+    from .bound import BoundScorer
 
-Scores = dict[str, tuple[float, list[float]]]
-
-
-@dataclass
-class EngineConfig:
-    """How rows are run: token ``budget`` per batch (padding counted), progress bar, store flush interval,
-    ``compile`` (torch.compile each model layer) and ``scale`` (None: this process; a
-    :class:`~rescorer.engine.scale.ScaleConfig`: Ray actors or one process per GPU)."""
-
-    budget: int | None = None
-    progress: bool | None = None
-    flush_seconds: float = 2.0
-    compile: bool = False
-    scale: Any = None
+TextScore = tuple[float, list[float]]  # (total, per-token scores) of one text
+ScoreMap = dict[str, TextScore]
 
 
 @dataclass
 class EngineStats:
+    """What one run cost: distinct texts, those found in the store, model rows in all and computed, time."""
+
     sentences: int = 0
     cached: int = 0
     rows: int = 0
@@ -39,16 +31,32 @@ class EngineStats:
     seconds: float = 0.0
     budgets: list[int] = field(default_factory=list)
 
-    @property
-    def rows_per_second(self) -> float:
-        return self.rows_computed / self.seconds if self.seconds else 0.0
+
+@dataclass(frozen=True)
+class ScoredTexts:
+    """Scores of texts in the order asked: the texts as scored, their totals and per-token scores, the cost."""
+
+    texts: list[str]
+    totals: list[float]
+    tokens: list[list[float]]
+    stats: EngineStats
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __iter__(self) -> Iterator[TextScore]:
+        return zip(self.totals, self.tokens)
+
+    def by_text(self) -> ScoreMap:
+        return dict(zip(self.texts, zip(self.totals, self.tokens)))
 
 
 def is_oom(err: BaseException) -> bool:
     return "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
 
 
-def compute(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: EngineStats) -> Iterator[Scores]:
+def compute(scorer: "Scorer", todo: Sequence[str], budget: int | None, stats: EngineStats,
+            progress: bool | None = None, flush_seconds: float = 2.0) -> Iterator[ScoreMap]:
     """Score the distinct texts ``todo`` in this process; yield finished sentences every ``flush_seconds``."""
     sentences = [scorer.prepare(t) for t in todo]
     rows = np.array([scorer.num_rows(s) for s in sentences], dtype=np.int64)
@@ -57,10 +65,9 @@ def compute(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: 
     stats.rows += len(sentence_of)
     values = [np.zeros(scorer.num_targets(s)) for s in sentences]
     remaining = rows.copy()
-    finished: Scores = {todo[i]: (0.0, []) for i in np.flatnonzero(remaining == 0)}
-    budget = config.budget or scorer.budget
+    finished: ScoreMap = {todo[i]: (0.0, []) for i in np.flatnonzero(remaining == 0)}
+    budget = budget or scorer.preferred_budget()
     last_flush = time.perf_counter()
-    show = config.progress
 
     def settle(picked: slice, outputs: Any) -> None:
         for s, r, out in zip(sentence_of[picked], row_of[picked], outputs() if callable(outputs) else outputs):
@@ -69,7 +76,7 @@ def compute(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: 
             if remaining[s] == 0:
                 finished[todo[s]] = (float(values[s].sum()), values[s].tolist())
 
-    with tqdm(total=len(sentence_of), unit="row", desc=scorer.kind, disable=None if show is None else not show,
+    with tqdm(total=len(sentence_of), unit="row", desc=scorer.kind, disable=None if progress is None else not progress,
               dynamic_ncols=True) as bar:
         position, pending = 0, None  # pending: the batch launched last, read after the next one is launched
         while position < len(sentence_of):
@@ -89,7 +96,7 @@ def compute(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: 
             pending, position = (picked, outputs), picked.stop
             stats.rows_computed += len(items)
             bar.update(len(items))
-            if time.perf_counter() - last_flush > config.flush_seconds:
+            if time.perf_counter() - last_flush > flush_seconds:
                 yield finished
                 finished, last_flush = {}, time.perf_counter()
         if pending is not None:
@@ -97,28 +104,50 @@ def compute(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: 
     yield finished
 
 
-def run(scorer: "Scorer", texts: Sequence[str], store: ScoreStore | None = None,
-        config: EngineConfig | None = None) -> tuple[Scores, EngineStats]:
-    """Scores of the distinct scored ``texts`` ({text: (total, per-token scores)}) and what it cost.
+class Engine:
+    """Runs scorers over texts: ``store`` (a SQLite path or a :class:`ScoreStore`; texts found there are not scored
+    again and finished ones are stored as they come, so an interrupted run resumes), ``budget`` (tokens per batch,
+    padding counted; None: the scorer's preference), ``progress`` (None: a bar on terminals), ``flush_seconds``
+    (how often finished sentences are stored) and ``scale`` (None: this process; a
+    :class:`~rescorer.engine.scale.ScaleConfig`: Ray actors or one process per GPU)."""
 
-    Texts already in ``store`` are not scored again; finished sentences are stored as they come, so an
-    interrupted run resumes where it stopped."""
-    config = config or EngineConfig()
-    start = time.perf_counter()
-    unique = list(dict.fromkeys(texts))
-    signature = scorer.signature
-    done = store.get(signature, unique) if store is not None else {}
-    todo = [t for t in unique if t not in done]
-    stats = EngineStats(sentences=len(unique), cached=len(done))
-    if todo:
-        chunks = compute(scorer, todo, config, stats)
-        if config.scale is not None and scorer.spec is not None:  # in-memory models score here
+    def __init__(self, store: str | Path | ScoreStore | None = None, budget: int | None = None,
+                 progress: bool | None = None, flush_seconds: float = 2.0, scale: Any = None):
+        self.store = ScoreStore(store) if isinstance(store, (str, Path)) else store
+        self.budget, self.progress, self.flush_seconds, self.scale = budget, progress, flush_seconds, scale
+
+    def run(self, scorer: "Scorer", texts: Sequence[str]) -> tuple[ScoreMap, EngineStats]:
+        """Scores of the distinct ``texts``, exactly as given, and what they cost."""
+        start = time.perf_counter()
+        unique = list(dict.fromkeys(texts))
+        signature = scorer.signature
+        done = self.store.get(signature, unique) if self.store is not None else {}
+        todo = [t for t in unique if t not in done]
+        stats = EngineStats(sentences=len(unique), cached=len(done))
+        if todo:
+            for chunk in self._chunks(scorer, todo, stats):
+                done.update(chunk)
+                if self.store is not None:
+                    self.store.put(signature, chunk)
+        stats.seconds = time.perf_counter() - start
+        return done, stats
+
+    def _chunks(self, scorer: "Scorer", todo: list[str], stats: EngineStats) -> Iterator[ScoreMap]:
+        if self.scale is not None and scorer.spec is not None:  # in-memory models score here
             from .scale import scale_out
 
-            chunks = scale_out(scorer, todo, config, stats)
-        for chunk in chunks:
-            done.update(chunk)
-            if store is not None:
-                store.put(signature, chunk)
-    stats.seconds = time.perf_counter() - start
-    return done, stats
+            return scale_out(scorer, todo, self, stats)
+        return compute(scorer, todo, self.budget, stats, self.progress, self.flush_seconds)
+
+    def score(self, scorer: "Scorer", texts: Sequence[str], normalise: bool = True) -> ScoredTexts:
+        """Scores of ``texts`` in order; ``normalise`` first applies the scorer's normaliser (``False``: score
+        prompts and templates exactly as given, newlines and all)."""
+        scored = [scorer.normaliser(t) for t in texts] if normalise else list(texts)
+        results, stats = self.run(scorer, scored)
+        return ScoredTexts(scored, [results[t][0] for t in scored], [results[t][1] for t in scored], stats)
+
+    def bind(self, scorer: "Scorer") -> "BoundScorer":
+        """``scorer`` with this engine: one object with ``.score(texts)``, ``.perplexity(texts)``, …"""
+        from .bound import BoundScorer
+
+        return BoundScorer(scorer, self)

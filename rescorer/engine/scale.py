@@ -19,10 +19,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError, ScorerError
-from .runner import EngineConfig, EngineStats, Scores, compute
+from .runner import EngineStats, ScoreMap, compute
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
+    from .runner import Engine
 
 BACKENDS = ("ray", "processes")
 
@@ -62,36 +63,44 @@ def shard_of(text: str, shards: int) -> int:
 class Worker:
     """A scorer rebuilt from its spec inside a worker (a Ray actor or a spawned process)."""
 
-    def __init__(self, spec: dict[str, Any], device: str, threads: int):
+    def __init__(self, spec: dict[str, Any], device: str, threads: int, budget: int | None):
         import torch
 
         from ..scorers import load_scorer
 
         if not device.startswith("cuda"):
             torch.set_num_threads(threads)
-        self.scorer = load_scorer(**{**spec, "device": device}, store=None, progress=False)
-        self.config = EngineConfig(budget=spec.get("budget"), progress=False)
+        self.scorer = load_scorer(**{**spec, "device": device})
+        self.budget = budget
 
-    def chunks(self, texts: Sequence[str]) -> Iterator[Scores]:
-        return compute(self.scorer, texts, self.config, EngineStats())
+    def chunks(self, texts: Sequence[str]) -> Iterator[tuple[ScoreMap, int]]:
+        """Finished sentences as they come, each chunk with the model rows it took."""
+        stats, reported = EngineStats(), 0
+        for chunk in compute(self.scorer, texts, self.budget, stats, progress=False):
+            yield chunk, stats.rows_computed - reported
+            reported = stats.rows_computed
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Ray Data's batch function: texts → totals and per-token scores (JSON, exact for float64)."""
+        """Ray Data's batch function: texts → totals, per-token scores (JSON, exact for float64) and rows."""
         texts = [str(t) for t in batch["text"]]
-        scores: Scores = {}
-        for chunk in self.chunks(texts):
+        scores: ScoreMap = {}
+        rows = 0
+        for chunk, computed in self.chunks(texts):
             scores.update(chunk)
+            rows += computed
         return {"text": np.array(texts, dtype=object),
                 "total": np.array([scores[t][0] for t in texts], dtype=np.float64),
-                "tokens": np.array([json.dumps(scores[t][1]) for t in texts], dtype=object)}
+                "tokens": np.array([json.dumps(scores[t][1]) for t in texts], dtype=object),
+                "rows": np.array([rows] + [0] * (len(texts) - 1), dtype=np.int64)}
 
 
 class RayWorker(Worker):
-    def __init__(self, spec: dict[str, Any], threads: int):
-        super().__init__(spec, spec.get("device") or "auto", threads)
+    def __init__(self, spec: dict[str, Any], threads: int, budget: int | None):
+        super().__init__(spec, spec.get("device") or "auto", threads, budget)
 
 
-def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig) -> Iterator[Scores]:
+def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
+               budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
     """Scores from a Ray Data pipeline: texts → a pool of scorer actors → back to the driver, block by block."""
     try:
         import ray
@@ -105,26 +114,27 @@ def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig) -
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
                                 max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
     data = ray.data.from_items([{"text": t} for t in texts], override_num_blocks=math.ceil(len(texts) / scale.block))
-    scored = data.map_batches(RayWorker, fn_constructor_kwargs={"spec": spec, "threads": scale.cpus_per_worker},
+    scored = data.map_batches(RayWorker, fn_constructor_kwargs={"spec": spec, "threads": scale.cpus_per_worker, "budget": budget},
                               batch_size=scale.block, batch_format="numpy",
                               compute=ray.data.ActorPoolStrategy(size=workers),
                               num_cpus=scale.cpus_per_worker, num_gpus=gpus)
     for batch in scored.iter_batches(batch_size=None, batch_format="numpy"):
-        yield {str(t): (float(total), json.loads(tokens))
-               for t, total, tokens in zip(batch["text"], batch["total"], batch["tokens"])}
+        yield ({str(t): (float(total), json.loads(tokens))
+                for t, total, tokens in zip(batch["text"], batch["total"], batch["tokens"])}, int(batch["rows"].sum()))
 
 
-def serve(spec: dict[str, Any], device: str, threads: int, texts: list[str], out: Any) -> None:
+def serve(spec: dict[str, Any], device: str, threads: int, budget: int | None, texts: list[str], out: Any) -> None:
     """A spawned process: score ``texts`` on ``device`` and send finished sentences to the driver."""
     try:
-        for chunk in Worker(spec, device, threads).chunks(texts):
+        for chunk in Worker(spec, device, threads, budget).chunks(texts):
             out.put(("scores", chunk))
         out.put(("done", device))
     except BaseException:  # the driver re-raises it with the worker's traceback
         out.put(("error", traceback.format_exc()))
 
 
-def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig) -> Iterator[Scores]:
+def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
+                   budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
     """Scores from one spawned process per GPU (or ``workers`` CPU processes), texts sharded by a stable hash."""
     import multiprocessing
 
@@ -140,7 +150,7 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
         shards[shard_of(text, workers)].append(text)
     context = multiprocessing.get_context("spawn")
     inbox = context.Queue()
-    processes = [context.Process(target=serve, args=(spec, device, scale.cpus_per_worker, shard, inbox), daemon=True)
+    processes = [context.Process(target=serve, args=(spec, device, scale.cpus_per_worker, budget, shard, inbox), daemon=True)
                  for device, shard in zip(devices, shards) if shard]
     for process in processes:
         process.start()
@@ -168,20 +178,17 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
         inbox.close()
 
 
-def scale_out(scorer: "Scorer", todo: Sequence[str], config: EngineConfig, stats: EngineStats) -> Iterator[Scores]:
-    """Finished sentences of ``todo`` from the workers, longest first, with progress and row counts."""
-    scale = config.scale
-    rows = {}
-    for text in todo:
-        sentence = scorer.prepare(text)
-        rows[text] = (scorer.num_rows(sentence), scorer.row_length(sentence))
-    stats.rows += sum(n for n, _ in rows.values())
-    texts = sorted(todo, key=lambda t: -rows[t][1])
+def scale_out(scorer: "Scorer", todo: Sequence[str], engine: "Engine", stats: EngineStats) -> Iterator[ScoreMap]:
+    """Finished sentences of ``todo`` from the workers, longest text first, with progress; the workers tokenise
+    and count the rows they computed, so the driver never tokenises."""
+    scale = engine.scale
+    texts = sorted(todo, key=len, reverse=True)
     backend = ray_chunks if scale.backend == "ray" else process_chunks
-    show = config.progress
+    show = engine.progress
     with tqdm(total=len(texts), unit="sentence", desc=f"{scorer.kind} ({scale.backend})",
               disable=None if show is None else not show, dynamic_ncols=True) as bar:
-        for chunk in backend(scorer.spec, texts, scale):
-            stats.rows_computed += sum(rows[t][0] for t in chunk)
+        for chunk, rows in backend(scorer.spec, texts, scale, engine.budget):
+            stats.rows += rows
+            stats.rows_computed += rows
             bar.update(len(chunk))
             yield chunk

@@ -7,8 +7,19 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (atomic_dir, find_key, format_number, load_json, main_column, native_value, parse_score,
-                     read_lines, read_text, require_ranks, write_text)
+from .common import (
+    atomic_dir,
+    find_key,
+    format_number,
+    load_json,
+    main_column,
+    native_value,
+    parse_score,
+    read_lines,
+    read_text,
+    require_ranks,
+    write_text,
+)
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")

@@ -15,8 +15,17 @@ from typing import Any
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (find_key, load_json, main_column, native_value, parse_score, read_lines, read_text,
-                     require_ranks, write_text)
+from .common import (
+    find_key,
+    load_json,
+    main_column,
+    native_value,
+    parse_score,
+    read_lines,
+    read_text,
+    require_ranks,
+    write_text,
+)
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
 

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import load_json, main_column, native_value, parse_score, read_lines, write_text
+from .common import (
+    load_json,
+    main_column,
+    native_value,
+    parse_score,
+    read_lines,
+    write_text,
+)
 
 
 def looks_like(lines: list[str]) -> bool:

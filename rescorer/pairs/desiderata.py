@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..scorers.base import Scorer
+from ..engine import BoundScorer
 from .evaluate import pearson
 from .methods import fill
 
@@ -47,14 +47,14 @@ def scored_spans(tokenizer: Any, text: str) -> list[tuple[int, int]]:
     return [tuple(span) for span, special in zip(enc["offset_mapping"], enc["special_tokens_mask"]) if not special]
 
 
-def word_scores(scorer: Scorer, words: Sequence[str], frame: str) -> np.ndarray:
+def word_scores(scorer: BoundScorer, words: Sequence[str], frame: str) -> np.ndarray:
     """The summed log-probs of each word's own tokens, the word placed in ``frame`` (context tokens unscored)."""
     texts = [fill(frame, word=w) for w in words]
     start = frame.index("{word}")
     scores = []
     for text, word, (_, tokens) in zip(texts, words, scorer.compute(texts, normalise=False)):
         end = start + len(word)
-        spans = scored_spans(scorer.tokenizer, text)
+        spans = scored_spans(scorer.adapter.tokenizer, text)
         scores.append(sum(score for (a, b), score in zip(spans, tokens) if a < end and b > start))
     return np.array(scores)
 
@@ -68,7 +68,7 @@ class Scores:
     words: dict[str, np.ndarray]    # frame → each word's score
 
     @classmethod
-    def of(cls, scorer: Scorer, sentences: Sequence[str], words: Sequence[str],
+    def of(cls, scorer: BoundScorer, sentences: Sequence[str], words: Sequence[str],
            frames: Mapping[str, str] = FRAMES) -> "Scores":
         scored = scorer.compute(sentences, normalise=False)
         return cls(np.array([total for total, _ in scored]), np.array([len(t) for _, t in scored]),

@@ -23,8 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..engine import BoundScorer
 from ..errors import ConfigError
-from ..scorers.base import Scorer
 from .data import Pair
 
 ALPHA = 0.8
@@ -203,7 +203,7 @@ def ensemble(spec: str, members: Mapping[str, Judgments], trials: int = 10, seed
 class Judge:
     """Every method for one scorer over one list of pairs; methods that share a readout score it once."""
 
-    def __init__(self, scorer: Scorer, pairs: Sequence[Pair], *, templates: Sequence[str] = SINGLE_TEMPLATES,
+    def __init__(self, scorer: BoundScorer, pairs: Sequence[Pair], *, templates: Sequence[str] = SINGLE_TEMPLATES,
                  comparative: Sequence[str] = COMPARATIVE_TEMPLATES, yes_no: Sequence[Prompt] = YES_NO_PROMPTS,
                  ab: Sequence[Prompt] = AB_PROMPTS, alpha: float = ALPHA, style: str = "auto", seed: int = 0):
         self.scorer, self.pairs, self.alpha, self.seed = scorer, list(pairs), alpha, seed
@@ -212,7 +212,7 @@ class Judge:
         self.templates, self.comparative = list(templates), list(comparative)
         self.yes_no_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in yes_no]
         self.ab_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in ab]
-        self.style = prompt_style(style, scorer.tokenizer)
+        self.style = prompt_style(style, scorer.adapter.tokenizer)
         self._readouts: dict[str, Readout] = {}
 
     def __call__(self, method: str) -> Judgments:
@@ -231,7 +231,7 @@ class Judge:
 
     def token_lengths(self) -> np.ndarray:
         """[2, N] tokens of the good and the bad sentence under this scorer's tokenizer."""
-        tokenizer = self.scorer.tokenizer
+        tokenizer = self.scorer.adapter.tokenizer
         return np.array([[len(ids) for ids in tokenizer(list(side), add_special_tokens=False)["input_ids"]]
                          for side in (self.good, self.bad)])
 
@@ -260,7 +260,7 @@ class Judge:
                                 for t in self.comparative])
 
     def _yes_no(self) -> Readout:
-        prompts = [[render(p, self.style, self.scorer.tokenizer, sentence=s) for s in (*self.good, *self.bad)]
+        prompts = [[render(p, self.style, self.scorer.adapter.tokenizer, sentence=s) for s in (*self.good, *self.bad)]
                    for p in self.yes_no_prompts]
         logp, seconds, rows = self._next_token(prompts, YES_NO_ANSWERS, "yes_no")
         p_yes = 1.0 / (1.0 + np.exp(logp[..., 1].astype(np.float64) - logp[..., 0]))
@@ -269,7 +269,7 @@ class Judge:
     def _ab(self) -> Readout:
         good_is_a = ab_order([p.paradigm for p in self.pairs], self.seed)
         shown = [(g, b) if first else (b, g) for g, b, first in zip(self.good, self.bad, good_is_a)]
-        prompts = [[render(p, self.style, self.scorer.tokenizer, a=a, b=b) for a, b in shown] for p in self.ab_prompts]
+        prompts = [[render(p, self.style, self.scorer.adapter.tokenizer, a=a, b=b) for a, b in shown] for p in self.ab_prompts]
         logp, seconds, rows = self._next_token(prompts, AB_ANSWERS, "ab")
         logp = logp.reshape(len(prompts), len(self.pairs), 2)
         good = np.where(good_is_a, logp[..., 0], logp[..., 1])
@@ -280,15 +280,17 @@ class Judge:
         start = time.perf_counter()
         results = self.scorer.compute([t for group in texts for t in group], normalise=False)
         shape = (len(texts), 2, len(self.pairs))
-        scores = np.array([total for total, _ in results]).reshape(shape)
-        lengths = np.array([len(tokens) for _, tokens in results]).reshape(shape)
-        return Readout(scores, lengths, time.perf_counter() - start, self.scorer.last_stats.rows_computed)
+        scores = np.array(results.totals).reshape(shape)
+        lengths = np.array([len(tokens) for tokens in results.tokens]).reshape(shape)
+        return Readout(scores, lengths, time.perf_counter() - start, results.stats.rows_computed)
 
     def _next_token(self, prompts: list[list[str]], words: Sequence[str], method: str) -> tuple[np.ndarray, float, int]:
-        if not hasattr(self.scorer, "next_token_logprobs"):
+        if not hasattr(self.scorer.adapter, "next_token"):
             raise ConfigError(f"method {method!r} reads next-token probabilities: it needs a causal LM "
                               f"(scorer kind ll), not {self.scorer.kind!r}")
         start = time.perf_counter()
         flat = [p for group in prompts for p in group]
-        logp = self.scorer.next_token_logprobs(flat, answers(words, self.style), add_bos=self.style == "base")
-        return logp, time.perf_counter() - start, self.scorer.last_stats.rows_computed
+        view = self.scorer.view(self.scorer.adapter.next_token(answers(words, self.style), self.style == "base"))
+        results = view.compute(flat, normalise=False)
+        logp = np.array(results.tokens).reshape(len(flat), -1)
+        return logp, time.perf_counter() - start, results.stats.rows_computed

@@ -1,18 +1,17 @@
-"""What every scorer is: a signature, a way to turn a text into model rows, and the public score API."""
+"""What every scorer is: a model adapter that turns a text into rows and rows into log-probs.
+
+A scorer knows nothing of stores, batching or progress: ``rescorer.engine`` runs its rows.
+"""
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import __version__
-from ..engine import EngineConfig, EngineStats, run
-from ..metrics import Perplexity
 from ..normalise import Normaliser
-from ..store import ScoreStore
+from ..version import __version__
 
 
 class Scorer(ABC):
@@ -25,12 +24,9 @@ class Scorer(ABC):
     spec: dict[str, Any] | None = None  # load_scorer's arguments: how a worker process rebuilds this scorer
     bytes_per_token: int = 0        # GPU memory a batch token costs (0: no budget from free memory)
 
-    def __init__(self, normaliser: Normaliser | None = None, store: str | Path | ScoreStore | None = None,
-                 engine: EngineConfig | None = None):
+    def __init__(self, normaliser: Normaliser | None = None, compile: bool = False):
         self.normaliser = normaliser or Normaliser()
-        self.store = ScoreStore(store) if isinstance(store, (str, Path)) else store
-        self.engine = engine or EngineConfig()
-        self.last_stats = EngineStats()
+        self.compile = compile
 
     # ---- what a subclass provides
     @property
@@ -63,12 +59,10 @@ class Scorer(ABC):
         """Log-probs (natural log, fp32) of the targets of each (sentence, row), or a function returning them
         once the device has them (``to_host``): the engine launches the next batch before it asks."""
 
-    @property
-    def budget(self) -> int:
-        """The token budget per batch: the configured one; else on a GPU what half its free memory holds
-        (at most 4 × ``gpu_budget``), on a CPU this scorer's default."""
-        if self.engine.budget:
-            return self.engine.budget
+    # ---- device helpers shared by the model adapters
+    def preferred_budget(self) -> int:
+        """Tokens per batch when none is configured: on a GPU what half its free memory holds (at most
+        4 × ``gpu_budget``), on a CPU this scorer's default."""
         if not self.device.startswith("cuda"):
             return self.default_budget
         if not self.bytes_per_token:
@@ -80,13 +74,17 @@ class Scorer(ABC):
 
     def release_memory(self) -> None:
         """Free cached accelerator memory after an out-of-memory error."""
+        import torch
+
+        if self.device.startswith("cuda") and torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def place(self, model: Any) -> Any:
-        """``model`` on the scorer's device; with ``engine.compile``, each of its layers ``torch.compile``d."""
+        """``model`` on the scorer's device; with ``compile``, each of its layers ``torch.compile``d."""
         import torch
 
         model.to(self.device)
-        if self.engine.compile:
+        if self.compile:
             for stack in [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]:
                 for layer in stack:
                     layer.compile(dynamic=True)
@@ -118,32 +116,20 @@ class Scorer(ABC):
             return copy.numpy()
         return wait
 
-    # ---- the public API
     def _signature(self, **parts: Any) -> str:
         fields = "|".join(f"{k}:{v}" for k, v in parts.items())
         return f"{self.kind}|{fields}|{self.normaliser.signature}|rescorer:{__version__}"
 
-    def scored_texts(self, texts: Sequence[str]) -> list[str]:
-        return [self.normaliser(t) for t in texts]
 
-    def compute(self, texts: Sequence[str], normalise: bool = True) -> list[tuple[float, list[float]]]:
-        """(total, per-token scores) of each text; ``normalise=False`` scores the texts exactly as given
-        (prompts and templates whose newlines must survive)."""
-        scored = self.scored_texts(texts) if normalise else list(texts)
-        results, self.last_stats = run(self, scored, self.store, self.engine)
-        return [results[t] for t in scored]
-
-    def score(self, texts: Sequence[str]) -> list[float]:
-        """Summed log-score of each text (natural log, higher = better)."""
-        return [total for total, _ in self.compute(texts)]
-
-    def token_scores(self, texts: Sequence[str]) -> list[list[float]]:
-        """Per-token log-probs of each text, in token order (special tokens never scored)."""
-        return [tokens for _, tokens in self.compute(texts)]
-
-    def perplexity(self, texts: Sequence[str]) -> Perplexity:
-        """Token- and word-level (pseudo-)perplexity of ``texts`` (words of the scored text)."""
-        return Perplexity.of(self.token_scores(texts), self.scored_texts(texts))
+def pad_rows(sequences: Sequence[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Right-padded ``[rows, longest]`` ids, the lengths, and the attention mask (None when nothing is padded)."""
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    width = int(lengths.max())
+    ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
+    for b, s in enumerate(sequences):
+        ids[b, : len(s)] = s
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    return ids, lengths, None if mask.all() else mask.astype(np.int64)
 
 
 def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:

@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context, token_bytes
+from .base import Scorer, no_grad_context, pad_rows, token_bytes
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 BOS_POLICIES = ("auto", "bos", "eos")
@@ -72,17 +72,8 @@ class CausalLMScorer(Scorer):
 
     def batch(self, sequences: Sequence[np.ndarray]) -> tuple[Any, Any, np.ndarray]:
         """Right-padded ids on the device, the attention mask (None without padding) and the lengths."""
-        import torch
-
-        lengths = np.array([len(s) for s in sequences])
-        width = int(lengths.max())
-        ids = np.zeros((len(sequences), width), dtype=np.int64)
-        for b, s in enumerate(sequences):
-            ids[b, : len(s)] = s
-        attention = None
-        if (lengths != width).any():
-            attention = self.to_device((np.arange(width)[None, :] < lengths[:, None]).astype(np.int64))
-        return self.to_device(ids), attention, lengths
+        ids, lengths, mask = pad_rows(sequences, 0)
+        return self.to_device(ids), None if mask is None else self.to_device(mask), lengths
 
     def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
@@ -99,34 +90,25 @@ class CausalLMScorer(Scorer):
             return [out[b, : lengths[b] - 1] for b in range(len(rows))]
         return collect
 
-    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str], add_bos: bool = True) -> np.ndarray:
-        """log P(candidate | prompt) of the next token, [prompt, candidate], through the engine and the store.
+    def next_token(self, candidates: Sequence[str], add_bos: bool = True) -> "NextTokenScorer":
+        """A view scoring log P(candidate | prompt) of the next token for each candidate, [prompt, candidate].
 
-        Each candidate must be one token; prompts are scored exactly as given (no normalisation), after the
-        BOS token when ``add_bos`` (a chat-templated prompt carries its own control tokens: pass False)."""
-        view = NextTokenScorer(self, candidates, add_bos)
-        scored = view.compute(prompts, normalise=False)
-        self.last_stats = view.last_stats
-        return np.array([tokens for _, tokens in scored]).reshape(len(prompts), len(view.candidate_ids))
-
-    def release_memory(self) -> None:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        Each candidate must be one token; run it on prompts as given (no normalisation), after the BOS token
+        when ``add_bos`` (a chat-templated prompt carries its own control tokens: pass False)."""
+        return NextTokenScorer(self, candidates, add_bos)
 
 
 class NextTokenScorer(Scorer):
     """The log-probs of a fixed set of one-token candidates right after each prompt, with a loaded causal LM.
 
     One row per prompt; its "tokens" are the candidates' log-probs (so the engine batches, caches and
-    resumes them like any score). Made by ``CausalLMScorer.next_token_logprobs``.
+    resumes them like any score). Made by ``CausalLMScorer.next_token``.
     """
 
     kind = "next"
 
     def __init__(self, lm: CausalLMScorer, candidates: Sequence[str], add_bos: bool = True):
-        super().__init__(normaliser=lm.normaliser, store=lm.store, engine=lm.engine)
+        super().__init__(normaliser=lm.normaliser)
         self.lm, self.add_bos, self.candidates = lm, add_bos, list(candidates)
         self.device, self.default_budget, self.gpu_budget = lm.device, lm.default_budget, lm.gpu_budget
         ids = [lm.tokenizer(c, add_special_tokens=False)["input_ids"] for c in self.candidates]
@@ -168,6 +150,3 @@ class NextTokenScorer(Scorer):
             logp = torch.log_softmax(last.float(), dim=-1)[:, self.lm.to_device(self.candidate_ids)]
         ready = self.lm.to_host(logp)
         return lambda: list(ready())
-
-    def release_memory(self) -> None:
-        self.lm.release_memory()

@@ -12,12 +12,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context, token_bytes
+from .base import Scorer, no_grad_context, pad_rows, token_bytes
 from .encoder_at import EncoderAt
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
-WORDS = ("tokenizer", "whitespace")
+WORD_BOUNDARIES = ("tokenizer", "whitespace")
 
 # The MLM head of each architecture, applied to gathered hidden states [B, H] → logits [B, V].
 HEADS: dict[str, Callable[[Any, Any], Any]] = {
@@ -76,8 +76,8 @@ class MaskedLMScorer(Scorer):
         super().__init__(**common)
         if variant not in VARIANTS:
             raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
-        if words not in WORDS:
-            raise ConfigError(f"words must be one of {', '.join(WORDS)}, not {words!r}")
+        if words not in WORD_BOUNDARIES:
+            raise ConfigError(f"words must be one of {', '.join(WORD_BOUNDARIES)}, not {words!r}")
         from transformers import AutoModelForMaskedLM
 
         self.model_name, self.variant, self.words = model, variant, words
@@ -130,21 +130,15 @@ class MaskedLMScorer(Scorer):
     def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
 
-        lengths = np.array([len(s.ids) for s, _ in rows])
-        width = int(lengths.max())
-        ids = np.full((len(rows), width), self.tokenizer.pad_token_id or 0, dtype=np.int64)
-        for b, (s, _) in enumerate(rows):
-            ids[b, : len(s.ids)] = s.ids
+        ids, lengths, mask = pad_rows([s.ids for s, _ in rows], self.tokenizer.pad_token_id or 0)
         lo = np.array([s.lo[r] for s, r in rows])[:, None]
         hi = np.array([s.hi[r] for s, r in rows])[:, None]
         target_pos = np.array([s.positions[r] for s, r in rows])
         target_ids = ids[np.arange(len(rows)), target_pos].copy()
-        span = np.arange(width)[None, :]
+        span = np.arange(ids.shape[1])[None, :]
         ids[(span >= lo) & (span < hi)] = self.tokenizer.mask_token_id
         input_ids = self.to_device(ids)
-        attention = None
-        if (lengths != width).any():
-            attention = self.to_device((span < lengths[:, None]).astype(np.int64))
+        attention = None if mask is None else self.to_device(mask)
         gather = self.to_device(target_pos)
         batch = torch.arange(len(rows), device=self.device)
         with no_grad_context(self.device, self.dtype):
@@ -156,9 +150,3 @@ class MaskedLMScorer(Scorer):
             picked = logp[batch, self.to_device(target_ids)]
         ready = self.to_host(picked)
         return lambda: list(ready()[:, None])
-
-    def release_memory(self) -> None:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()

@@ -27,7 +27,9 @@ class PCFGScorer(Scorer):
     default_budget = gpu_budget = 64  # words per batch; each sentence is its own chart, so this only paces progress
 
     def __init__(self, model: str | None = None, variant: str = "masked", oov: str = "error", score_eos: bool = False,
-                 grammar: PCFG | None = None, induction: Mapping[str, Any] | None = None, **common: Any):
+                 grammar: PCFG | None = None, induction: Mapping[str, Any] | None = None, device: str = "auto",
+                 dtype: str = "auto", **common: Any):
+        """``device``/``dtype`` are accepted like every scorer's but unused: the charts run in NumPy."""
         super().__init__(**common)
         if variant not in VARIANTS:
             raise ConfigError(f"unknown PCFG variant {variant!r} (choose from {', '.join(VARIANTS)})")

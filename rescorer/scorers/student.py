@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context
+from .base import Scorer, no_grad_context, pad_rows
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
@@ -92,10 +92,7 @@ class StudentScorer(Scorer):
         return out.float()
 
     def forward(self, rows: Sequence[tuple[tuple[np.ndarray, np.ndarray], int]]) -> Callable[[], list[np.ndarray]]:
-        lengths = np.array([len(ids) for (ids, _), _ in rows])
-        batch = np.full((len(rows), int(lengths.max())), self.tokenizer.pad_token_id or 0, dtype=np.int64)
-        for b, ((ids, _), _) in enumerate(rows):
-            batch[b, : len(ids)] = ids
+        batch, lengths, _ = pad_rows([ids for (ids, _), _ in rows], self.tokenizer.pad_token_id or 0)
         attention = (np.arange(batch.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
         with no_grad_context(self.device, self.dtype):
             ready = self.to_host(self.predict(self.to_device(batch), self.to_device(attention)))

@@ -1,1 +1,97 @@
-"""One module per Hydra task; each exposes ``run(cfg)``."""
+"""Hydra tasks: one thin module per task (``conf/task/<name>.yaml`` → ``rescorer.tasks.<name>.run(cfg)``),
+and what they share in turning a config into library calls. Task modules never import each other."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..engine import BoundScorer, load_scorers
+from ..errors import ConfigError, RescorerError
+from ..paths import ROOT
+from ..shipped import package_dir, shipped_model
+
+CONF = ROOT / "conf"
+
+
+def register_resolvers() -> None:
+    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory and
+    ``${shipped:NAME}`` a shipped model's directory (built and cached on first use)."""
+    if not OmegaConf.has_resolver("root"):
+        OmegaConf.register_new_resolver("root", lambda: str(ROOT))
+    if not OmegaConf.has_resolver("pkg"):
+        OmegaConf.register_new_resolver("pkg", lambda name: str(package_dir(name)))
+    if not OmegaConf.has_resolver("shipped"):
+        OmegaConf.register_new_resolver("shipped", shipped_model)
+
+
+def user_error(err: BaseException) -> str | None:
+    """The one-line message of an error the user can fix (ours, or a config value Hydra or OmegaConf refused,
+    unwrapped from Hydra's instantiation wrapper); None for anything else."""
+    from hydra.errors import InstantiationException
+    from omegaconf.errors import OmegaConfBaseException
+
+    while isinstance(err, InstantiationException) and err.__cause__ is not None:
+        err = err.__cause__
+    if isinstance(err, (RescorerError, OmegaConfBaseException)):
+        return " ".join(str(err).split("\n")[0].split())
+    if isinstance(err, InstantiationException):
+        return " ".join(str(err).split())
+    return None
+
+
+def check_keys(cfg: DictConfig, group: str, option: str) -> None:
+    """Refuse keys of ``cfg[group]`` that ``conf/<group>/<option>.yaml`` does not define (a misspelt ``+task.x``)."""
+    path = CONF / group / f"{option}.yaml"
+    if not path.is_file() or cfg.get(group) is None:
+        return
+    node = OmegaConf.load(path)
+    known = set(node) - {"defaults"}
+    for parent in node.get("defaults") or []:  # `base` extends another option; `/group@key: option` adds `key`
+        if isinstance(parent, str) and (CONF / group / f"{parent}.yaml").is_file():
+            known |= set(OmegaConf.load(CONF / group / f"{parent}.yaml")) - {"defaults"}
+        elif not isinstance(parent, str):
+            known |= {str(k).rpartition("@")[2] for k in parent if "@" in str(k)}
+    unknown = sorted(set(cfg[group]) - known)
+    if unknown and known:
+        raise ConfigError(f"unknown {group} option(s) {unknown} for {group}={option} (known: {', '.join(sorted(known))})")
+
+
+def run_task(cfg: DictConfig) -> Any:
+    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys."""
+    name = cfg.task.name
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise ConfigError(f"task.name={name!r} is not a task")
+    try:
+        module = importlib.import_module(f"rescorer.tasks.{name}")
+    except ModuleNotFoundError:
+        raise ConfigError(f"task.name={name!r} is not a task (choose from {', '.join(task_names())})") from None
+    check_keys(cfg, "task", name)
+    if cfg.get("search") is not None:
+        check_keys(cfg, "search", cfg.search.get("name", "fast"))
+    return module.run(cfg)
+
+
+def task_names() -> list[str]:
+    return sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("_"))
+
+
+def plain(node: Any) -> Any:
+    """A config node as plain Python containers, interpolations resolved."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) or OmegaConf.is_config(node) else node
+
+
+def scorers_of(cfg: DictConfig) -> dict[str, BoundScorer]:
+    """The selected ``scorer`` group entries (column name → scorer), built with ``engine.*``."""
+    specs = {name: {k: v for k, v in spec.items() if k != "_target_"} for name, spec in (plain(cfg.get("scorer")) or {}).items()
+             if spec is not None}
+    return load_scorers(specs, plain(cfg.engine))
+
+
+def data_of(cfg: DictConfig) -> Any:
+    """The ``data`` group as a :class:`~rescorer.io.sets.Corpus`."""
+    from hydra.utils import instantiate
+
+    return instantiate(cfg.data, _convert_="all")

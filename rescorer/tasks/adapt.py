@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io.refs import read_refs
-from ..train.adapt import AdaptConfig, adapt, export_delta
 from ..plots import curve_plot
+from ..train.adapt import AdaptConfig, adapt, export_delta
 
 
 def run(cfg: Any) -> dict[str, Any]:

@@ -10,17 +10,26 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import __version__
+from ..engine import BoundScorer, load_scorer
 from ..pairs.data import read_sentences
-from ..pairs.desiderata import FRAMES, Scores, correlations, log_frequencies, multi_token_share, verdicts, words_of
+from ..pairs.desiderata import (
+    FRAMES,
+    Scores,
+    correlations,
+    log_frequencies,
+    multi_token_share,
+    verdicts,
+    words_of,
+)
 from ..plots import scatter_grid
 from ..report import write_report
-from ..scorers import Scorer
+from ..version import __version__
+from . import plain
 
 PAPER = "Kauf & Ivanova (BERT-base, EventsAdapt): word_l2r above original on all three"
 
 
-def desiderata(sentences: Sequence[str], masked: Mapping[str, Scorer], causal: Scorer | None, out_dir: str | Path,
+def desiderata(sentences: Sequence[str], masked: Mapping[str, BoundScorer], causal: BoundScorer | None, out_dir: str | Path,
                name: str = "sentences", frames: Mapping[str, str] = FRAMES, language: str = "en") -> dict[str, Any]:
     """The desiderata of each masked scorer ({variant: scorer}) and of ``causal`` (reference), with plots."""
     words = words_of(sentences)
@@ -39,7 +48,7 @@ def desiderata(sentences: Sequence[str], masked: Mapping[str, Scorer], causal: S
                         f"{name}: PLL desiderata ({len(sentences)} sentences, {len(words)} words)")
     report = {
         "task": "desiderata", "sentences": name, "n_sentences": len(sentences), "n_words": len(words),
-        "multi_token_words": {model: multi_token_share(s.tokenizer, words)
+        "multi_token_words": {model: multi_token_share(s.adapter.tokenizer, words)
                               for model, s in (("masked", next(iter(masked.values()))), ("causal", causal)) if s},
         "signature": f"rescorer:{__version__}|sentences:{name}|n:{len(sentences)}|words:{len(words)}|"
                      f"wordfreq:{language}|frames:{','.join(frames.values())}",
@@ -67,15 +76,11 @@ def panels(scores: Mapping[str, Scores], log_freq, table, frames) -> dict[str, d
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    from ..scorers import load_scorer
-
-    task, engine = cfg.task, cfg.engine
-    common = dict(case=task.case, append_period=task.append_period, store=engine.store, budget=engine.budget,
-                  progress=engine.progress, device=engine.device, dtype=engine.dtype, compile=engine.compile,
-                  scale=OmegaConf.to_container(engine.scale) if engine.get("scale") else None)
-    masked = {v: load_scorer("pll", task.masked, variant=v, **common) for v in task.variants}
-    causal = load_scorer("ll", task.causal, **common) if task.causal else None
-    sentences = read_sentences(task.sentences.path, task.sentences.column)
-    return desiderata(sentences, masked, causal, cfg.out_dir, task.sentences.name, dict(task.frames), task.language)
+    task = plain(cfg.task)
+    engine = plain(cfg.engine)
+    common = dict(case=task["case"], append_period=task["append_period"])
+    masked = {v: load_scorer("pll", task["masked"], variant=v, **engine, **common) for v in task["variants"]}
+    causal = load_scorer("ll", task["causal"], **engine, **common) if task["causal"] else None
+    sentences = read_sentences(task["sentences"]["path"], task["sentences"]["column"])
+    return desiderata(sentences, masked, causal, cfg.out_dir, task["sentences"]["name"], dict(task["frames"]),
+                      task["language"])

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import load_scorer
 from ..io.sets import NBestSet
+from ..normalise import Normaliser
 from ..plots import distill_plot, scatter_plot
 from ..report import write_report
-from ..scorers import load_scorer
 from ..train.corpus import load_segments
 from ..train.distill import DistillConfig, distill
+from . import data_of, plain
 
 OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patience", "dev_fraction", "max_length",
            "max_seconds", "device", "seed")
@@ -30,17 +32,16 @@ def training_texts(task: dict[str, Any]) -> list[str]:
 def heldout(cfg: Any, teacher_options: dict[str, Any], student_dir: Path, seen: set[str], out: Path) -> dict:
     """Student against teacher on every distinct hypothesis of each ``data`` set not seen in training; the
     correlation of the teacher's PLL with the token count alone is the baseline a student must beat."""
-    from hydra.utils import instantiate
-
-    teacher = load_scorer(**teacher_options)
-    student = load_scorer("student", str(student_dir), case=teacher_options.get("case", "keep"),
-                          append_period=teacher_options.get("append_period", False), device=teacher_options.get("device", "auto"))
+    engine = plain(cfg.engine)
+    teacher = load_scorer(**{**engine, **teacher_options})
+    student = load_scorer("student", str(student_dir), **engine, case=teacher_options.get("case", "keep"),
+                          append_period=teacher_options.get("append_period", False))
     sets = {}
-    for name, spec in instantiate(cfg.data, _convert_="all").sets.items():
-        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.normaliser(t) not in seen]
+    for name, spec in data_of(cfg).sets.items():
+        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.adapter.normaliser(t) not in seen]
         scored = teacher.compute(texts)
-        x, y = np.array([total for total, _ in scored]), np.array(student.score(texts))
-        length = np.array([len(tokens) for _, tokens in scored])
+        x, y = np.array(scored.totals), np.array(student.score(texts))
+        length = np.array([len(tokens) for tokens in scored.tokens])
         sets[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
                       "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
                       "length_pearson": float(np.corrcoef(x, length)[0, 1]),
@@ -49,14 +50,12 @@ def heldout(cfg: Any, teacher_options: dict[str, Any], student_dir: Path, seen: 
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    task = OmegaConf.to_container(cfg.task, resolve=True)
+    task = plain(cfg.task)
     teacher = {k: v for k, v in task["teacher"].items() if k != "_target_"}
     texts = training_texts(task)
     out = Path(cfg.out_dir)
     result = distill(DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=cfg.engine.progress,
-                                   **{k: task[k] for k in OPTIONS}))
+                                   engine=plain(cfg.engine), **{k: task[k] for k in OPTIONS}))
     distill_plot(result["curve"], out / "curve.png")
     best = next(c for c in result["curve"] if c["step"] == result["best_step"])
     report = {"task": "distill", "data": cfg.data.name, "signature": result["teacher"],
@@ -65,9 +64,7 @@ def run(cfg: Any) -> dict[str, Any]:
     print(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
           f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
     if task["heldout"]:
-        teacher_scorer = load_scorer(**{**teacher, "progress": False})
-        seen = set(teacher_scorer.scored_texts(texts))
-        del teacher_scorer
+        seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
         report["sets"] = heldout(cfg, teacher, out / "student", seen, out)
     write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
     (out / "curve.json").write_text(json.dumps(result["curve"], indent=1) + "\n")

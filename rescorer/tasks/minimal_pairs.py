@@ -12,17 +12,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import __version__
+from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError
 from ..pairs.data import Pair
 from ..pairs.evaluate import pair_records, summarise, write_jsonl
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
 from ..plots import phenomenon_bars
 from ..report import write_report
-from ..scorers import Scorer
+from ..version import __version__
+from . import plain
 
 
-def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, Scorer], methods: Sequence[str], out_dir: str | Path,
+def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], methods: Sequence[str], out_dir: str | Path,
                    name: str = "pairs", ensembles: Sequence[str] = (), trials: int = 10,
                    **judge_options: Any) -> dict[str, Any]:
     """Judge ``pairs`` with each method and scorer ({label: scorer}); write the report, records and plot."""
@@ -30,7 +31,7 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, Scorer], methods
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ConfigError(f"unknown minimal-pair method(s) {unknown} (choose from {', '.join(METHODS)})")
-    causal = [label for label, s in scorers.items() if hasattr(s, "next_token_logprobs")]
+    causal = [label for label, s in scorers.items() if hasattr(s.adapter, "next_token")]
     if not causal and ({*methods} & {*NEEDS_CAUSAL} or ensembles):
         raise ConfigError("Yes/No, A/B and ensembles read next-token probabilities: select a causal LM (scorer=[ll])")
     results: dict[str, Judgments] = {}
@@ -66,22 +67,19 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, Scorer], methods
     return report
 
 
-def load_scorers(cfg: Any) -> dict[str, Scorer]:
+def pair_scorers(cfg: Any) -> dict[str, BoundScorer]:
     """The selected scorers with the task's normalisation; a masked LM once per PLL variant in ``task.variants``."""
-    from hydra.utils import instantiate
-
-    task = cfg.task
-    scorers = {}
-    for name, node in (cfg.get("scorer") or {}).items():
-        options = dict(case=task.case, append_period=task.append_period)
-        variants = list(task.variants) if node.get("kind") == "pll" and task.variants else [None]
+    task = plain(cfg.task)
+    specs = {}
+    for name, spec in (plain(cfg.get("scorer")) or {}).items():
+        spec = {k: v for k, v in spec.items() if k != "_target_"}
+        spec.update(case=task["case"], append_period=task["append_period"])
+        variants = list(task["variants"]) if spec.get("kind") == "pll" and task["variants"] else [None]
         for variant in variants:
-            extra = {} if variant is None else {"variant": variant}
-            scorers[name if variant is None else f"{name}.{variant}"] = instantiate(node, _convert_="all", **options,
-                                                                                    **extra)
-    if not scorers:
+            specs[name if variant is None else f"{name}.{variant}"] = spec if variant is None else {**spec, "variant": variant}
+    if not specs:
         raise ConfigError("no scorer selected: add scorer=[ll] or scorer=[pll]")
-    return scorers
+    return load_scorers(specs, plain(cfg.engine))
 
 
 def run(cfg: Any) -> dict[str, Any]:
@@ -91,6 +89,6 @@ def run(cfg: Any) -> dict[str, Any]:
     task = OmegaConf.to_container(cfg.task, resolve=True)
     pair_set = instantiate(cfg.pairs, _convert_="all")
     judge_options = {key: task[key] for key in ("templates", "comparative", "yes_no", "ab") if task.get(key)}
-    return evaluate_pairs(pair_set.read(), load_scorers(cfg), task["methods"], cfg.out_dir, pair_set.name,
+    return evaluate_pairs(pair_set.read(), pair_scorers(cfg), task["methods"], cfg.out_dir, pair_set.name,
                           task.get("ensembles") or (), task["ensemble_trials"], alpha=task["alpha"],
                           style=task["prompt_style"], seed=task["seed"], **judge_options)

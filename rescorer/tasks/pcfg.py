@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import __version__
+from ..engine import load_scorer
 from ..errors import ConfigError
 from ..io.common import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
@@ -25,8 +25,9 @@ from ..pcfg.evaluate import agreement, agreement_plot, aligned
 from ..pcfg.lms import CausalConfig, Shape, build_lm, train_causal, word_tokenizer
 from ..plots import curve_plot
 from ..report import write_report
-from ..scorers import load_scorer
 from ..train.adapt import AdaptConfig, adapt
+from ..version import __version__
+from . import plain
 
 SPLITS = ("train", "dev", "test")
 MODELS = ("masked", "causal")
@@ -104,27 +105,26 @@ def train_lm(kind: str, options: Mapping[str, Any], corpora: Mapping[str, Sequen
 def compare(kind: str, model_dir: Path, truth: Sequence[Sequence[float]], texts: Sequence[str],
             common: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """Score ``texts`` with the trained LM through the project's own scorer and compare it with ``truth``."""
-    scorer = (load_scorer("pll", str(model_dir), variant="original", **common["scoring"]) if kind == "masked"
-              else load_scorer("ll", str(model_dir), bos="bos", **common["scoring"]))
+    scorer = (load_scorer("pll", str(model_dir), variant="original", **common["engine"]) if kind == "masked"
+              else load_scorer("ll", str(model_dir), bos="bos", **common["engine"]))
     model, exact = aligned(scorer.token_scores(list(texts)), truth, texts)
-    vocabulary = scorer.tokenizer.get_vocab()
+    vocabulary = scorer.adapter.tokenizer.get_vocab()
     known = np.array([w in vocabulary for t in texts for w in t.split()], dtype=bool)
     summary = {**agreement(model[known], exact[known]), "unk_skipped": int((~known).sum()), "model": str(model_dir),
                "signature": scorer.signature}
     return summary, model[known], exact[known]
 
 
-def run_experiment(options: Mapping[str, Any], out_dir: str | Path, store: str | None = None) -> dict[str, Any]:
-    """The whole task on plain options (what ``conf/task/pcfg.yaml`` holds); returns the report."""
+def run_experiment(options: Mapping[str, Any], out_dir: str | Path,
+                   engine: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole task on plain options (what ``conf/task/pcfg.yaml`` holds) and ``engine.*`` settings (the
+    trained LMs and the grammar are scored with them); returns the report."""
     out = Path(out_dir)
     models = list(options.get("models", MODELS))
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise ConfigError(f"task.models: unknown {unknown} (choose from {', '.join(MODELS)})")
-    if options.get("threads"):
-        import torch
-
-        torch.set_num_threads(int(options["threads"]))
+    engine = dict(engine or {})
     induction = Induction(**options.get("induction", {}))
     grammar = load_grammar(options["grammar"], induction)
     if options.get("save_grammar"):
@@ -135,12 +135,10 @@ def run_experiment(options: Mapping[str, Any], out_dir: str | Path, store: str |
     corpora = sample_corpora(grammar, **sampling)
     write_corpora(corpora, out, {"grammar": grammar.fingerprint, **sampling})
     test = corpora["test"]
-    scoring = {"store": store, "progress": options.get("progress")}
-    device = options.get("device", "auto")
-    common = {"seed": seed, "max_seconds": options.get("max_seconds", float("inf")), "device": device,
-              "progress": options.get("progress"), "min_frequency": options.get("min_frequency", 1),
-              "scoring": {**scoring, "device": device}}
-    exact = {kind: load_scorer("pcfg", None, grammar=grammar, variant=kind, **scoring).token_scores(test)
+    common = {"seed": seed, "max_seconds": options.get("max_seconds", float("inf")),
+              "device": engine.get("device", "auto"), "progress": engine.get("progress"),
+              "min_frequency": options.get("min_frequency", 1), "engine": engine}
+    exact = {kind: load_scorer("pcfg", None, grammar=grammar, variant=kind, **engine).token_scores(test)
              for kind in models or MODELS}  # no models: the lower bounds alone
     words = sum(len(t.split()) for t in test)
     report: dict[str, Any] = {
@@ -169,8 +167,4 @@ def run_experiment(options: Mapping[str, Any], out_dir: str | Path, store: str |
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    options = OmegaConf.to_container(cfg.task, resolve=True)
-    store = cfg.engine.get("store")
-    return run_experiment(options, cfg.out_dir, store)
+    return run_experiment(plain(cfg.task), cfg.out_dir, plain(cfg.engine))

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..engine import Engine
 from ..errors import ConfigError
-from ..engine import EngineConfig
 from ..io.common import write_text
 from ..scorers.loading import resolve_device, resolve_dtype
 from ..scorers.masked import HEADS, MaskedLMScorer
@@ -170,8 +170,8 @@ class Adapter:
         if not self.cfg.dev_texts:
             return {}
         self.model.eval()
-        scorer = MaskedLMScorer(self.cfg.encoder, variant=self.cfg.variant, device=self.device,
-                                loaded=(self.tokenizer, self.model), engine=EngineConfig(progress=False))
+        scorer = Engine(progress=False).bind(MaskedLMScorer(self.cfg.encoder, variant=self.cfg.variant,
+                                                            device=self.device, loaded=(self.tokenizer, self.model)))
         ppl = scorer.perplexity(list(self.cfg.dev_texts))
         self.model.train()
         return {"dev_token_pppl": ppl.token_level, "dev_word_pppl": ppl.word_level}

@@ -21,9 +21,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..engine import Engine, load_scorer
 from ..errors import ConfigError
 from ..io.common import write_text
-from ..scorers import load_scorer
 from ..scorers.loading import resolve_device
 from ..scorers.student import LEVELS, StudentScorer
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -47,6 +47,7 @@ class DistillConfig:
     seed: int = 0
     progress: bool | None = None
     texts: Sequence[str] = field(default_factory=list)
+    engine: Mapping[str, Any] = field(default_factory=dict)  # engine.* settings the teacher is scored with
 
 
 def is_dev(text: str, fraction: float) -> bool:
@@ -69,15 +70,15 @@ class Targets:
 
 
 def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any]:
-    teacher = load_scorer(**{"progress": cfg.progress, **cfg.teacher})
+    teacher = load_scorer(**{**cfg.engine, "progress": cfg.progress, **cfg.teacher})
     if teacher.kind != "pll":
         raise ConfigError(f"task.teacher must be a masked-LM PLL scorer (kind pll), not {teacher.kind!r}")
     texts = list(dict.fromkeys(t for t in cfg.texts if t.strip()))
     if len(texts) < 10:
         raise ConfigError(f"distillation needs at least 10 distinct training texts, got {len(texts)}")
-    scored = teacher.scored_texts(texts)
     results = teacher.compute(texts)
-    pairs = [(text, np.asarray(tokens, dtype=np.float64)) for text, (_, tokens) in zip(scored, results) if tokens]
+    pairs = [(text, np.asarray(tokens, dtype=np.float64)) for text, tokens in zip(results.texts, results.tokens)
+             if tokens]
     split = Targets([p for p in pairs if not is_dev(p[0], cfg.dev_fraction)],
                     [p for p in pairs if is_dev(p[0], cfg.dev_fraction)])
     if not split.dev or not split.train:
@@ -100,9 +101,9 @@ class Distiller:
         self.targets, teacher = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
-                     "normaliser": teacher.normaliser.signature}
+                     "normaliser": teacher.adapter.normaliser.signature}
         resume = load_checkpoint(self.out, device=self.device)
-        start = str(self.out / "last") if resume else (cfg.init or teacher.model_name)
+        start = str(self.out / "last") if resume else (cfg.init or teacher.adapter.model_name)
         auto = getattr(transformers, LEVELS[cfg.level])
         from transformers.utils import logging as hf_logging
 
@@ -176,8 +177,8 @@ class Distiller:
         self.model.eval()
         with torch.inference_mode():
             errors = [self.squared_errors(dev[i : i + 64]) for i in range(0, len(dev), 64)]
-        scorer = StudentScorer(self.cfg.out_dir, device=self.device, loaded=(self.tokenizer, self.model))
-        scorer.engine.progress = False
+        scorer = Engine(progress=False).bind(StudentScorer(self.cfg.out_dir, device=self.device,
+                                                           loaded=(self.tokenizer, self.model)))
         predicted = np.array(scorer.score([t for t, _ in dev]))
         self.model.train()
         teacher = np.array([t.sum() for _, t in dev])

@@ -1,0 +1,50 @@
+"""A scorer bound to an engine: what tasks, recipes and Python users call (``rescorer.load_scorer``)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ..metrics import Perplexity
+
+if TYPE_CHECKING:
+    from ..scorers.base import Scorer
+    from .runner import Engine, ScoredTexts
+
+
+class BoundScorer:
+    """``adapter`` (the model) run by ``engine`` (batching, store, scale-out)."""
+
+    def __init__(self, adapter: "Scorer", engine: "Engine"):
+        self.adapter, self.engine = adapter, engine
+
+    @property
+    def kind(self) -> str:
+        return self.adapter.kind
+
+    @property
+    def signature(self) -> str:
+        return self.adapter.signature
+
+    def normalise(self, texts: Sequence[str]) -> list[str]:
+        """The texts as this scorer scores them (its case and period policy)."""
+        return [self.adapter.normaliser(t) for t in texts]
+
+    def compute(self, texts: Sequence[str], normalise: bool = True) -> "ScoredTexts":
+        """Totals, per-token scores and cost of ``texts`` (``normalise=False``: score them exactly as given)."""
+        return self.engine.score(self.adapter, texts, normalise)
+
+    def score(self, texts: Sequence[str]) -> list[float]:
+        """Summed log-score of each text (natural log, higher = better)."""
+        return self.compute(texts).totals
+
+    def token_scores(self, texts: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probs of each text, in token order (special tokens never scored)."""
+        return self.compute(texts).tokens
+
+    def perplexity(self, texts: Sequence[str]) -> Perplexity:
+        """Token- and word-level (pseudo-)perplexity of ``texts`` (words of the scored text)."""
+        scored = self.compute(texts)
+        return Perplexity.of(scored.tokens, scored.texts)
+
+    def view(self, adapter: "Scorer") -> "BoundScorer":
+        """Another adapter of the same model (e.g. a next-token readout) on the same engine."""
+        return BoundScorer(adapter, self.engine)

@@ -1,0 +1,80 @@
+"""The one scorer factory: ``engine.*`` settings applied the same way for every task, recipe and Python user."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from ..scorers import load_scorer as load_adapter
+from .bound import BoundScorer
+from .runner import Engine
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """``engine.*``: where models run (``device``, ``dtype``, ``compile``), how rows are run (``budget``,
+    ``progress``, ``threads``), where scores are kept (``store``) and whether workers help (``scale``)."""
+
+    name: str = "local"
+    device: str = "auto"
+    dtype: str = "auto"
+    compile: bool = False
+    budget: int | None = None
+    progress: bool | None = None
+    store: str | None = None
+    scale: Mapping[str, Any] | None = None
+    threads: int | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any] | None) -> "EngineSettings":
+        """From an ``engine`` mapping; an unknown key or a value of the wrong kind is an error naming it."""
+        options = dict(options or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ConfigError(f"unknown engine option(s) {unknown} (known: {', '.join(sorted(known))})")
+        for key in ("budget", "threads"):
+            value = options.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"engine.{key} must be a positive integer or null, not {value!r}")
+        return cls(**options)
+
+    def engine(self) -> Engine:
+        """The engine these settings describe (one torch thread count for the process when ``threads`` is set)."""
+        from .scale import ScaleConfig
+
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)
+        scale = ScaleConfig.of(self.scale) if self.scale else None
+        return Engine(store=self.store, budget=self.budget, progress=self.progress, scale=scale)
+
+    @property
+    def model_options(self) -> dict[str, Any]:
+        return {"device": self.device, "dtype": self.dtype, "compile": self.compile}
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str, Any]]:
+    """``engine.*`` settings and the scorer's own options, from one mapping holding both."""
+    known = {f.name for f in fields(EngineSettings)}
+    return (EngineSettings.of({k: v for k, v in options.items() if k in known}),
+            {k: v for k, v in options.items() if k not in known})
+
+
+def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = None, **options: Any) -> BoundScorer:
+    """A scorer of ``kind`` on ``model`` run by an engine. ``options`` hold ``engine.*`` settings (``store``,
+    ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
+    :func:`rescorer.scorers.load_scorer`); ``engine`` shares an existing engine (its store) instead.
+    ``.score(texts)`` gives each text's log-score."""
+    settings, own = split_options(options)
+    adapter = load_adapter(kind, model, **{**settings.model_options, **own})
+    return (engine or settings.engine()).bind(adapter)
+
+
+def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[str, Any] | None) -> dict[str, BoundScorer]:
+    """The scorers of a config's ``scorer`` group (column name → scorer options) with the ``engine`` settings,
+    sharing one engine and store."""
+    shared = EngineSettings.of(engine).engine()
+    return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared)
+            for name, spec in (specs or {}).items() if spec is not None}

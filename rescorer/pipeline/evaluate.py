@@ -1,0 +1,28 @@
+"""The input 1-best and oracle WER/BLEU of every set (``task=evaluate``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..metrics import Metric, NBestStats
+from ..report import write_report
+from ..types import NBest
+from ..version import __version__
+
+
+def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path, data: str) -> dict[str, Any]:
+    """Baseline and oracle of each set; writes ``report.{json,md}`` under ``out_dir`` and returns the report."""
+    entries = {}
+    for name, nbest in sets.items():
+        stats = NBestStats.compute(nbest, metric)
+        entries[name] = {
+            "format": nbest.fmt, "path": nbest.source, "utterances": len(nbest),
+            "hypotheses": nbest.num_hypotheses, "columns": nbest.columns,
+            "baseline": {metric.name: metric.scale * stats.score(stats.baseline_ranks())},
+            "oracle": {metric.name: metric.scale * stats.score(stats.oracle_ranks())},
+        }
+    report = {"task": "evaluate", "data": data, "metric": metric.name, "units": metric.units,
+              "signature": f"rescorer:{__version__}|{metric.signature}", "sets": entries}
+    columns = ["utterances", "hypotheses", f"baseline.{metric.name}", f"oracle.{metric.name}"]
+    write_report(out_dir, report, columns, f"{data}: input 1-best and oracle {metric.name.upper()}")
+    return report
