@@ -42,9 +42,6 @@ class Metric:
     def signature(self) -> str:
         raise NotImplementedError
 
-    def better(self, a: float, b: float) -> bool:
-        return a > b if self.higher_is_better else a < b
-
     def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
         """The corpus metric computed by the peer library itself on the strings (the reference path)."""
         raise NotImplementedError

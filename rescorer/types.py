@@ -44,10 +44,6 @@ class Utterance:
         if not isinstance(self.hyps, tuple):
             object.__setattr__(self, "hyps", tuple(self.hyps))
 
-    @property
-    def best(self) -> Hypothesis | None:
-        return self.hyps[0] if self.hyps else None
-
 
 @dataclass(frozen=True)
 class NBest:
