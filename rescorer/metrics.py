@@ -26,10 +26,14 @@ WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standar
 
 
 class Metric:
-    """A corpus metric computed from summed per-segment statistics."""
+    """A corpus metric computed from summed per-segment statistics, and how to show it:
+    ``scale`` × a computed value is the reported value, in ``units``; ``label`` names it on a plot axis."""
 
     name: str
     higher_is_better: bool
+    scale: float
+    units: str
+    label: str
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
@@ -52,6 +56,9 @@ class WER(Metric):
 
     name = "wer"
     higher_is_better = False
+    scale = 100.0
+    units = "percent"
+    label = "WER (%)"
 
     def __init__(self, transform: str = "default"):
         if transform not in WER_TRANSFORMS:
@@ -88,6 +95,9 @@ class BLEUMetric(Metric):
 
     name = "bleu"
     higher_is_better = True
+    scale = 1.0
+    units = "BLEU (0-100)"
+    label = "BLEU"
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, force: bool = False):

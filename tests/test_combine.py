@@ -8,6 +8,7 @@ from rescorer import read_nbest
 from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
 from rescorer.combine.interpolate import best_ranks
 from rescorer.errors import ConfigError
+from rescorer import plots
 from rescorer.metrics import NBestStats, make_metric, paired_bootstrap
 from rescorer.types import Hypothesis, NBest, Utterance
 
@@ -83,6 +84,23 @@ def test_length_penalties_follow_the_spec():
     assert values == pytest.approx({"none": -8.0, "gnmt": -8.0 / ((5 + 5) / 6) ** 0.6, "tokens": -8.0 / 5})
     words = Features.of(nbest, Column("score"), [Column("words")])
     assert words.values[0, 0, 1] == 4  # the word bonus column counts words
+
+
+@pytest.mark.parametrize("name, label, best", [("wer", "dev WER (%)", min), ("bleu", "dev BLEU", max)])
+def test_weight_plot_asks_the_metric_for_its_scale_label_and_direction(name, label, best, monkeypatch, tmp_path):
+    nbest = planted({"lm": 0.5}, utterances=20)
+    columns = [Column("lm", range=(0, 1), step=0.25)]
+    metric = make_metric(name)
+    result = grid_search(nbest, Features.of(nbest, Column("score"), columns), NBestStats.compute(nbest, metric), columns)
+    monkeypatch.setattr(plots, "save", lambda fig, path: fig)
+    for figure in (plots.weight_plot(result, ["lm"], metric, path=tmp_path / "w.png"),
+                   plots.weight_plot(result, ["lm"], name, metric.scale, tmp_path / "w.png")):  # the older form
+        axis = figure.axes[0]
+        assert axis.get_ylabel() == label
+        xs = np.unique(result.tried[:, 0])
+        expected = [best(result.values[result.tried[:, 0] == x]) * metric.scale for x in xs]
+        np.testing.assert_allclose(axis.lines[0].get_ydata(), expected)
+        plots.pyplot().close(figure)
 
 
 def test_missing_column_and_bad_penalty_are_clear_errors():
