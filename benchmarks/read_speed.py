@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 from rescorer import read_nbest
+from rescorer.paths import data_root
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "librispeech-espnet-30best"
+DATA = data_root() / "librispeech-espnet-30best"
 
 
 def main(root: Path = DATA) -> None:

@@ -1,6 +1,6 @@
 """rescorer: rescore ASR/MT N-best lists with language models."""
-from .errors import ConfigError, NBestFormatError, RescorerError, ScorerError
 from .engine import load_scorer
+from .errors import ConfigError, NBestFormatError, RescorerError, ScorerError
 from .io import FORMATS, detect_format, read_nbest, write_nbest
 from .metrics import bleu, wer
 from .types import Hypothesis, NBest, Utterance

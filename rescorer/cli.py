@@ -6,7 +6,6 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from .errors import RescorerError
 from .tasks import CONF, register_resolvers, run_task, user_error
 
 

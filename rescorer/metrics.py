@@ -26,12 +26,14 @@ WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standar
 
 
 class Metric:
-    """A corpus metric computed from summed per-segment statistics."""
+    """A corpus metric computed from summed per-segment statistics, and how to show it:
+    ``scale`` × a computed value is the reported value, in ``units``; ``label`` names it on a plot axis."""
 
     name: str
     higher_is_better: bool
-    scale: float     # what a score is multiplied by in reports
-    units: str       # the reported value's units
+    scale: float
+    units: str
+    label: str
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
@@ -44,9 +46,6 @@ class Metric:
     def signature(self) -> str:
         raise NotImplementedError
 
-    def better(self, a: float, b: float) -> bool:
-        return a > b if self.higher_is_better else a < b
-
     def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
         """The corpus metric computed by the peer library itself on the strings (the reference path)."""
         raise NotImplementedError
@@ -57,8 +56,9 @@ class WER(Metric):
 
     name = "wer"
     higher_is_better = False
-    scale = 100.0        # reported as a percentage
+    scale = 100.0
     units = "percent"
+    label = "WER (%)"
 
     def __init__(self, transform: str = "default"):
         if transform not in WER_TRANSFORMS:
@@ -97,6 +97,7 @@ class BLEUMetric(Metric):
     higher_is_better = True
     scale = 1.0
     units = "BLEU (0-100)"
+    label = "BLEU"
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, force: bool = False):

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from .combine import SearchResult
 from .io.common import atomic_file
+from .metrics import Metric
 
 
 def pyplot():
@@ -35,22 +37,23 @@ def cell_edges(centres: np.ndarray) -> tuple[float, float]:
     return float(centres[0] - half), float(centres[-1] + half)
 
 
-def weight_plot(result: SearchResult, names: list[str], metric: str, scale: float, path: str | Path) -> Path | None:
-    """A λ curve (one tuned weight) or a heat map (two); more weights plot the best value along each axis."""
-    plt = pyplot()
+def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path: str | Path) -> Path | None:
+    """A λ curve (one tuned weight) or a heat map (two) of the dev ``metric`` (its label, scale and direction);
+    more weights plot the best value along each axis."""
     if not names:
         return None
-    values = result.values * scale
-    best = max if "bleu" in metric else min
+    values = result.values * metric.scale
+    best = max if metric.higher_is_better else min
+    plt = pyplot()
     fig, axes = plt.subplots(1, 1 if len(names) == 2 else len(names), figsize=(6 if len(names) <= 2 else 4 * len(names), 4),
                              squeeze=False)
     if len(names) == 2:
         xs, ys = np.unique(result.tried[:, 0]), np.unique(result.tried[:, 1])
         grid = np.full((len(ys), len(xs)), np.nan)
         grid[np.searchsorted(ys, result.tried[:, 1]), np.searchsorted(xs, result.tried[:, 0])] = values
-        image = axes[0, 0].imshow(grid, origin="lower", aspect="auto", cmap="viridis_r" if best is min else "viridis",
-                                  extent=(*cell_edges(xs), *cell_edges(ys)))
-        fig.colorbar(image, ax=axes[0, 0], label=f"dev {metric}")
+        image = axes[0, 0].imshow(grid, origin="lower", aspect="auto", cmap="viridis" if metric.higher_is_better
+                                  else "viridis_r", extent=(*cell_edges(xs), *cell_edges(ys)))
+        fig.colorbar(image, ax=axes[0, 0], label=f"dev {metric.label}")
         axes[0, 0].set(xlabel=f"λ {names[0]}", ylabel=f"λ {names[1]}")
         axes[0, 0].plot(result.weights[names[0]], result.weights[names[1]], "r*", markersize=12)
     else:
@@ -59,8 +62,8 @@ def weight_plot(result: SearchResult, names: list[str], metric: str, scale: floa
             ys = [best(values[result.tried[:, k] == x]) for x in xs]
             axes[0, k].plot(xs, ys, marker=".")
             axes[0, k].axvline(result.weights[name], color="r", linestyle="--")
-            axes[0, k].set(xlabel=f"λ {name}", ylabel=f"dev {metric}")
-    fig.suptitle(f"dev {metric} vs interpolation weights ({result.method} search)")
+            axes[0, k].set(xlabel=f"λ {name}", ylabel=f"dev {metric.label}")
+    fig.suptitle(f"dev {metric.label} vs interpolation weights ({result.method} search)")
     return save(fig, path)
 
 

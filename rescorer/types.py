@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, Sequence
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Hypothesis:
@@ -43,10 +45,6 @@ class Utterance:
     def __post_init__(self) -> None:
         if not isinstance(self.hyps, tuple):
             object.__setattr__(self, "hyps", tuple(self.hyps))
-
-    @property
-    def best(self) -> Hypothesis | None:
-        return self.hyps[0] if self.hyps else None
 
 
 @dataclass(frozen=True)
@@ -98,6 +96,12 @@ class NBest:
     def texts(self) -> list[str]:
         """Every hypothesis text, utterance by utterance, best first (the order ``with_columns`` takes)."""
         return [h.text for u in self.utterances for h in u.hyps]
+
+    def column_array(self, name: str) -> np.ndarray:
+        """Score column ``name`` of every hypothesis as float64 ``[hypotheses]`` in ``texts()`` order, in one pass
+        (KeyError where a hypothesis lacks it)."""
+        hyps = (h for u in self.utterances for h in u.hyps)
+        return np.fromiter((h.scores[name] for h in hyps), dtype=np.float64, count=self.num_hypotheses)
 
     def with_columns(self, columns: Mapping[str, Sequence[float]]) -> "NBest":
         """A copy with score columns added, one value per hypothesis in ``texts()`` order."""

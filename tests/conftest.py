@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from rescorer.paths import data_root
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = data_root()
 LIBRISPEECH = SHARED / "librispeech-espnet-30best"
 MOSES = SHARED / "moses-nbest"
 DEMO = ROOT / "recipes" / "demo" / "data"
@@ -16,7 +18,7 @@ DEMO = ROOT / "recipes" / "demo" / "data"
 def need(path: Path) -> Path:
     """Skip the test (with the reason) when the real data set at ``path`` is not there."""
     if not path.exists():
-        pytest.skip(f"real data not available: {path} (it lives in ../shared beside the repository)")
+        pytest.skip(f"real data not available: {path} (../shared/data beside the repository, or $RESCORER_DATA)")
     return path
 
 

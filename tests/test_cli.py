@@ -11,10 +11,12 @@ import jiwer
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 import rescorer
 from rescorer.errors import ConfigError
 from rescorer.tasks import CONF, register_resolvers, scorers_of
+from rescorer.paths import data_root
 
 from .conftest import DEMO, ROOT, SHARED, need
 from .models import tiny_models  # noqa: F401  (fixture)
@@ -33,6 +35,46 @@ def compose_config(*overrides: str):
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
+
+
+def data_path_keys(node, key: str = ""):
+    """Keys (``a.b[0]``) of the unresolved config strings that name ``${paths.data}``."""
+    if isinstance(node, dict):
+        for name, value in node.items():
+            yield from data_path_keys(value, f"{key}.{name}" if key else str(name))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from data_path_keys(value, f"{key}[{i}]")
+    elif isinstance(node, str) and "${paths.data}" in node:
+        yield key
+
+
+def test_rescorer_data_moves_every_data_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("RESCORER_DATA", str(tmp_path))
+    overrides = [f"{group}={p.stem}" for group in ("data", "task", "pairs") for p in sorted((CONF / group).glob("*.yaml"))]
+    overrides += [f"scorer=[{p.stem}]" for p in sorted((CONF / "scorer").glob("*.yaml"))]
+    resolved = {}
+    for override in overrides:
+        cfg = compose_config(override)
+        for key in data_path_keys(OmegaConf.to_container(cfg, resolve=False)):
+            resolved[f"{override}: {key}"] = str(OmegaConf.select(cfg, key))
+    assert {"data=librispeech: data.root", "data=moses: data.root", "pairs=blimp: pairs.path",
+            "pairs=eventsadapt: pairs.path", "scorer=[pcfg]: scorer.pcfg.model", "task=adapt: task.train[0]",
+            "task=adapt: task.dev_refs", "task=distill: task.texts[0]", "task=pcfg: task.grammar"} <= set(resolved)
+    assert {key: value for key, value in resolved.items() if not value.startswith(f"{tmp_path}/")} == {}
+    assert compose_config("data=librispeech").data.sets.dev_other.nbest.startswith(f"{tmp_path}/")
+    assert data_root() == tmp_path
+
+
+def test_data_root_defaults_to_shared_data_beside_the_repository(monkeypatch):
+    monkeypatch.delenv("RESCORER_DATA", raising=False)
+    assert Path(compose_config().paths.data).resolve() == data_root().resolve() == (ROOT / ".." / "shared" / "data").resolve()
+
+
+def test_only_the_paths_config_names_the_data_root():
+    named = [str(p.relative_to(CONF)) for p in CONF.rglob("*.yaml")
+             if any("shared/data" in line.split("#")[0] for line in p.read_text().splitlines())]
+    assert named == ["paths/default.yaml"]
 
 
 @pytest.mark.parametrize("data", DATA_CONFIGS)

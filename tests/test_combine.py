@@ -1,6 +1,8 @@
 """Interpolation and weight search: planted optima are recovered, fast equals grid, bootstrap equals a naive loop."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ from rescorer import read_nbest
 from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
 from rescorer.combine.interpolate import best_ranks
 from rescorer.errors import ConfigError
+from rescorer import plots
 from rescorer.metrics import NBestStats, make_metric, paired_bootstrap
 from rescorer.types import Hypothesis, NBest, Utterance
 
@@ -83,6 +86,39 @@ def test_length_penalties_follow_the_spec():
     assert values == pytest.approx({"none": -8.0, "gnmt": -8.0 / ((5 + 5) / 6) ** 0.6, "tokens": -8.0 / 5})
     words = Features.of(nbest, Column("score"), [Column("words")])
     assert words.values[0, 0, 1] == 4  # the word bonus column counts words
+
+
+def test_flat_columns_give_the_same_features_as_the_score_dicts():
+    nbest = planted({"lm": 0.5, "ctc": 0.3}, utterances=30, seed=5)
+    ragged = nbest.with_utterances([replace(u, hyps=u.hyps[: i % 7]) for i, u in enumerate(nbest)])  # some empty
+    columns = [Column("lm", penalty="gnmt", alpha=0.6), Column("ctc", penalty="tokens"), Column("words")]
+    tokens = {"lm": np.random.default_rng(0).integers(1, 9, ragged.num_hypotheses).tolist()}
+    flat = {name: ragged.column_array(name) for name in ("score", "lm", "ctc")}
+    assert flat["lm"].tolist() == [h.scores["lm"] for u in ragged for h in u.hyps]
+    bare = ragged.with_utterances([replace(u, hyps=tuple(replace(h, scores={}) for h in u.hyps)) for u in ragged])
+    by_dicts = Features.of(ragged, Column("score"), columns, tokens)
+    by_arrays = Features.of(bare, Column("score"), columns, tokens, flat_columns=flat)
+    for field in ("values", "valid", "hyps_per_utterance"):
+        np.testing.assert_array_equal(getattr(by_arrays, field), getattr(by_dicts, field))
+    assert by_arrays.names == by_dicts.names
+    with pytest.raises(ConfigError, match="has 2 values for"):
+        Features.of(bare, Column("score"), [], flat_columns={"score": flat["score"][:2]})
+
+
+@pytest.mark.parametrize("name, label, best", [("wer", "dev WER (%)", min), ("bleu", "dev BLEU", max)])
+def test_weight_plot_asks_the_metric_for_its_scale_label_and_direction(name, label, best, monkeypatch, tmp_path):
+    nbest = planted({"lm": 0.5}, utterances=20)
+    columns = [Column("lm", range=(0, 1), step=0.25)]
+    metric = make_metric(name)
+    result = grid_search(nbest, Features.of(nbest, Column("score"), columns), NBestStats.compute(nbest, metric), columns)
+    monkeypatch.setattr(plots, "save", lambda fig, path: fig)
+    for figure in (plots.weight_plot(result, ["lm"], metric, tmp_path / "w.png"),):
+        axis = figure.axes[0]
+        assert axis.get_ylabel() == label
+        xs = np.unique(result.tried[:, 0])
+        expected = [best(result.values[result.tried[:, 0] == x]) * metric.scale for x in xs]
+        np.testing.assert_allclose(axis.lines[0].get_ydata(), expected)
+        plots.pyplot().close(figure)
 
 
 def test_missing_column_and_bad_penalty_are_clear_errors():

@@ -108,3 +108,11 @@ def test_vectorised_bleu_equals_sacrebleu_compute_bleu(smooth):
         expected = BLEU.compute_bleu(list(correct), list(total), sys_len, ref_len, smooth_method=smooth,
                                      smooth_value=None).score
         assert float(metric.from_stats(stats)) == pytest.approx(expected, abs=1e-9)
+
+
+def test_each_metric_knows_its_scale_units_and_direction():
+    wer, bleu = WER(), BLEUMetric()
+    assert (wer.scale, wer.units, wer.label, wer.higher_is_better) == (100.0, "percent", "WER (%)", False)
+    assert (bleu.scale, bleu.units, bleu.label, bleu.higher_is_better) == (1.0, "BLEU (0-100)", "BLEU", True)
+    refs, hyps = ["a b c d"], ["a b x d"]
+    assert wer.scale * float(wer.from_stats(wer.segment_stats(refs, hyps).sum(0))) == pytest.approx(25.0)

@@ -13,24 +13,9 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokeniz
 
 from rescorer import load_scorer
 from rescorer.errors import ConfigError, DataFormatError
-from rescorer.pairs import (
-    Judge,
-    Judgments,
-    PairSet,
-    ensemble,
-    majority,
-    parse_ensemble,
-    read_pairs,
-    read_sentences,
-)
-from rescorer.pairs.desiderata import (
-    Scores,
-    correlations,
-    log_frequencies,
-    multi_token_share,
-    word_scores,
-    words_of,
-)
+from rescorer.pairs import Judge, Judgments, PairSet, ensemble, majority, parse_ensemble, read_pairs, read_sentences
+from rescorer.pairs.desiderata import (DesiderataScores, correlations, log_frequencies, multi_token_share, word_scores,
+                                      words_of)
 from rescorer.pairs.evaluate import pearson, summarise
 from rescorer.pairs.methods import (
     AB_PROMPTS,
@@ -346,7 +331,7 @@ def test_desiderata_correlations_equal_scipy_and_word_scores_a_naive_loop(tiny):
     assert words[:4] == ["who", "should", "derek", "hug"] and len(words) == len(set(words))
     pll = load_scorer("pll", str(tiny["bert"]), variant="original", progress=False)
     ll = load_scorer("ll", str(tiny["gpt2"]), progress=False)
-    scores = Scores.of(pll, sentences, words)
+    scores = DesiderataScores.of(pll, sentences, words)
     for word, got in list(zip(words, scores.words["my_word"]))[:5]:
         text = f"My word is {word}."
         assert got == pytest.approx(naive_word_score(tiny["bert"], text, 11, 11 + len(word)), abs=1e-4)

@@ -7,7 +7,7 @@
 #   stage 4 report   one table (overall and per phenomenon, seconds) → $exp/results.md
 # Each finished stage leaves $exp/.done.<stage> (its seconds); a rerun skips it (delete the marker to redo it).
 here=$(cd "$(dirname "$0")" && pwd)
-root=$here/../../../shared/data/blimp
+root=${RESCORER_DATA:-$here/../../../shared/data}/blimp
 exp=$here/../../exp/recipes/blimp
 prompt_limit=20
 usage="[--prompt-limit N] (pairs per paradigm for the prompted methods; 1000: all)"

@@ -6,7 +6,7 @@
 #   stage 4 report   baseline / rescored / oracle WER of every system → $exp/results.md
 # Each finished stage leaves $exp/.done.<stage> (its seconds); a rerun skips it (delete the marker to redo it).
 here=$(cd "$(dirname "$0")" && pwd)
-root=$here/../../../shared/data/librispeech-espnet-30best
+root=${RESCORER_DATA:-$here/../../../shared/data}/librispeech-espnet-30best
 exp=$here/../../exp/recipes/librispeech_espnet
 every=5
 usage="[--every K]"

@@ -6,7 +6,7 @@
 #   stage 4 report   baseline / rescored / oracle BLEU → $exp/results.md
 # Each finished stage leaves $exp/.done.<stage> (its seconds); a rerun skips it (delete the marker to redo it).
 here=$(cd "$(dirname "$0")" && pwd)
-root=$here/../../../shared/data/moses-nbest
+root=${RESCORER_DATA:-$here/../../../shared/data}/moses-nbest
 exp=$here/../../exp/recipes/moses_europarl
 usage=""
 source "$here/../stages.sh"

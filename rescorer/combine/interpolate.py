@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from ..types import NBest
 
 PENALTIES = ("none", "gnmt", "tokens")
-WORDS = "words"  # the pseudo-column |h|_words: its weight is the word bonus β
+WORD_COUNT_COLUMN = "words"  # the pseudo-column |h|_words: its weight is the word bonus β
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,12 @@ class Column:
         lo, hi = self.range
         return np.round(lo + self.step * np.arange(int(round((hi - lo) / self.step)) + 1), 10)
 
-    def penalise(self, scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def penalise(self, scores: np.ndarray, hyp_lengths: np.ndarray) -> np.ndarray:
+        """``scores`` divided by this column's length penalty of ``hyp_lengths`` (tokens or words per hypothesis)."""
         if self.penalty == "gnmt":
-            return scores / ((5.0 + lengths) / 6.0) ** self.alpha
+            return scores / ((5.0 + hyp_lengths) / 6.0) ** self.alpha
         if self.penalty == "tokens":
-            return scores / np.maximum(lengths, 1)
+            return scores / np.maximum(hyp_lengths, 1)
         return scores
 
 
@@ -50,12 +51,15 @@ class Features:
     names: list[str]
     values: np.ndarray
     valid: np.ndarray
-    lengths: np.ndarray = field(repr=False)  # hypotheses per utterance
+    hyps_per_utterance: np.ndarray = field(repr=False)
 
     @classmethod
     def of(cls, nbest: NBest, base: Column, tuned: Sequence[Column],
-           token_counts: Mapping[str, Sequence[int]] | None = None) -> "Features":
-        """Gather ``base`` and ``tuned`` columns; lengths for penalties are the column's tokens if given, else words."""
+           token_counts: Mapping[str, Sequence[int]] | None = None,
+           flat_columns: Mapping[str, np.ndarray] | None = None) -> "Features":
+        """Gather ``base`` and ``tuned`` columns: from ``flat_columns`` ({name: values ``[hypotheses]`` in
+        ``nbest.texts()`` order}) where given, else from the hypotheses' scores; a penalty divides by the
+        column's ``token_counts`` if given, else by words."""
         columns = [base, *tuned]
         counts = np.array([len(u.hyps) for u in nbest], dtype=np.int64)
         width = max(int(counts.max(initial=0)), 1)
@@ -63,16 +67,23 @@ class Features:
         values = np.zeros((len(nbest), width, len(columns)))
         words = np.array([len(h.words) for u in nbest for h in u.hyps], dtype=float)
         for k, column in enumerate(columns):
-            flat = words if column.name == WORDS else _column(nbest, column.name)
             given = (token_counts or {}).get(column.name)
-            lengths = np.asarray(given, dtype=float) if given is not None else words
-            values[..., k][valid] = column.penalise(flat, lengths)
+            hyp_lengths = np.asarray(given, dtype=float) if given is not None else words
+            values[..., k][valid] = column.penalise(_flat(nbest, column.name, words, flat_columns or {}), hyp_lengths)
         return cls([c.name for c in columns], values, valid, counts)
 
 
-def _column(nbest: NBest, name: str) -> np.ndarray:
+def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores."""
+    if name == WORD_COUNT_COLUMN:
+        return words
+    if name in flat_columns:
+        values = np.asarray(flat_columns[name], dtype=float)
+        if values.shape != (nbest.num_hypotheses,):
+            raise ConfigError(f"column {name!r} has {values.size} values for {nbest.num_hypotheses} hypotheses")
+        return values
     try:
-        return np.array([h.scores[name] for u in nbest for h in u.hyps], dtype=float)
+        return nbest.column_array(name)
     except KeyError:
         raise ConfigError(f"{nbest.source}: no score column {name!r} (it has {', '.join(nbest.columns) or 'none'};"
                           f" LM columns come from scorer=...)") from None

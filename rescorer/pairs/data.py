@@ -25,7 +25,7 @@ from typing import Any, Iterator, Union
 from ..errors import ConfigError, DataFormatError
 from ..io.common import load_json, read_text, split_lines
 
-Column = Union[str, int]
+TableColumn = Union[str, int]  # a column of a pairs file: its name, or (CSV/TSV) its 0-based position
 TABLE_SUFFIXES = (".jsonl", ".csv", ".tsv")
 FORMATS = ("blimp", "climp", "columns", "rows")
 PRESETS: dict[str, dict[str, Any]] = {
@@ -55,7 +55,7 @@ class Record:
     fields: dict[str, Any]
     values: tuple[Any, ...] | None = None
 
-    def get(self, column: Column, what: str) -> Any:
+    def get(self, column: TableColumn, what: str) -> Any:
         if isinstance(column, int):
             if self.values is None:
                 raise DataFormatError(self.path, self.line, f"{what} column must be named in JSONL, not a position",
@@ -69,13 +69,13 @@ class Record:
                                   f"(columns: {', '.join(map(str, self.fields))})")
         return self.fields[column]
 
-    def sentence(self, column: Column, what: str) -> str:
+    def sentence(self, column: TableColumn, what: str) -> str:
         value = self.get(column, what)
         if not isinstance(value, str) or not value.strip():
             raise DataFormatError(self.path, self.line, f"{what} sentence is empty or not text", value)
         return value
 
-    def text(self, column: Column | None, what: str, default: str) -> str:
+    def text(self, column: TableColumn | None, what: str, default: str) -> str:
         """The column's value as text, or ``default`` when no column is given."""
         return default if column is None else str(self.get(column, what))
 
@@ -108,15 +108,16 @@ def records(path: Path) -> Iterator[Record]:
         raise DataFormatError(path, reader.line_num, f"invalid CSV ({err})") from None
 
 
-def column_pairs(path: Path, good: Column, bad: Column, group: Column | None, paradigm: Column | None) -> Iterator[Pair]:
+def column_pairs(path: Path, good: TableColumn, bad: TableColumn, group: TableColumn | None,
+                 paradigm: TableColumn | None) -> Iterator[Pair]:
     for r in records(path):
         sentences = r.sentence(good, "good"), r.sentence(bad, "bad")
         kind = r.text(paradigm, "paradigm", path.stem)
         yield Pair(*sentences, r.text(group, "group", kind), kind, f"{path}:{r.line}")
 
 
-def row_pairs(path: Path, sentence: Column, label: Column, good_label: str, group: Column | None,
-              paradigm: Column | None) -> Iterator[Pair]:
+def row_pairs(path: Path, sentence: TableColumn, label: TableColumn, good_label: str, group: TableColumn | None,
+              paradigm: TableColumn | None) -> Iterator[Pair]:
     rows = iter(records(path))
     for first in rows:
         second = next(rows, None)
@@ -175,20 +176,20 @@ class PairSet:
     path: str
     fmt: str = "blimp"
     limit: int | None = None
-    good: Column | None = None
-    bad: Column | None = None
-    sentence: Column | None = None
-    label: Column | None = None
+    good: TableColumn | None = None
+    bad: TableColumn | None = None
+    sentence: TableColumn | None = None
+    label: TableColumn | None = None
     good_label: str | None = None
-    group: Column | None = None
-    paradigm: Column | None = None
+    group: TableColumn | None = None
+    paradigm: TableColumn | None = None
 
     def read(self) -> list[Pair]:
         return read_pairs(self.path, self.fmt, self.limit, good=self.good, bad=self.bad, sentence=self.sentence,
                           label=self.label, good_label=self.good_label, group=self.group, paradigm=self.paradigm)
 
 
-def read_sentences(path: str | Path, column: Column | None = None) -> list[str]:
+def read_sentences(path: str | Path, column: TableColumn | None = None) -> list[str]:
     """The distinct sentences of a text file (one a line) or of a JSONL/CSV/TSV ``column``, in order."""
     path = Path(path)
     if column is None:

@@ -60,7 +60,7 @@ def word_scores(scorer: BoundScorer, words: Sequence[str], frame: str) -> np.nda
 
 
 @dataclass
-class Scores:
+class DesiderataScores:
     """What the desiderata correlate, from one scorer."""
 
     sentence: np.ndarray            # (P)LL of each sentence
@@ -69,13 +69,15 @@ class Scores:
 
     @classmethod
     def of(cls, scorer: BoundScorer, sentences: Sequence[str], words: Sequence[str],
-           frames: Mapping[str, str] = FRAMES) -> "Scores":
+           frames: Mapping[str, str] = FRAMES) -> "DesiderataScores":
         scored = scorer.compute(sentences, normalise=False)
         return cls(np.array([total for total, _ in scored]), np.array([len(t) for _, t in scored]),
                    {name: word_scores(scorer, words, frame) for name, frame in frames.items()})
 
 
-def correlations(scores: Scores, log_freq: np.ndarray, causal: np.ndarray | None = None) -> dict[str, Any]:
+
+
+def correlations(scores: DesiderataScores, log_freq: np.ndarray, causal: np.ndarray | None = None) -> dict[str, Any]:
     """The three desiderata as Pearson r (None where undefined; ``causal`` None: no causal LM given)."""
     return {"length": pearson(-scores.sentence, scores.tokens),
             "frequency": {name: pearson(values, log_freq) for name, values in scores.words.items()},

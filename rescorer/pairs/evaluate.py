@@ -62,8 +62,8 @@ def pair_records(pairs: Sequence[Pair], results: Mapping[str, Judgments],
     return records
 
 
-def write_jsonl(path: str | Path, records: Sequence[Mapping[str, Any]]) -> Path:
-    """One JSON object a line, written atomically."""
+def write_pair_records(path: str | Path, records: Sequence[Mapping[str, Any]]) -> Path:
+    """The per-pair records as JSONL (one JSON object a line), written atomically."""
     with atomic_file(path) as tmp:
         with tmp.open("w", encoding="utf-8") as handle:
             for record in records:

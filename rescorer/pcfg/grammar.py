@@ -83,14 +83,6 @@ class PCFG:
     def num_symbols(self) -> int:
         return len(self.symbols)
 
-    @property
-    def num_rules(self) -> int:
-        return len(self.prob) + len(self.lex_prob)
-
-    @cached_property
-    def symbol_index(self) -> dict[str, int]:
-        return {s: i for i, s in enumerate(self.symbols)}
-
     @cached_property
     def word_index(self) -> dict[str, int]:
         return {w: i for i, w in enumerate(self.words)}

@@ -21,5 +21,5 @@ def write_scored(nbest: NBest, out_dir: Path, name: str) -> dict[str, str]:
 
 def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
     """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT."""
-    lines = [(f"{u.id} " if with_ids else "") + (u.best.text if u.best else "") for u in nbest]
+    lines = [(f"{u.id} " if with_ids else "") + text for u, text in zip(nbest, nbest.select([0] * len(nbest)))]
     write_text(path, "".join(f"{line}\n" for line in lines))

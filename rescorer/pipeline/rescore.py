@@ -48,7 +48,8 @@ def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, colu
     """Score ``nbest`` with every LM and gather what tuning and applying need."""
     scored, scores = score_nbest(nbest, scorers)
     token_counts = {name: [len(t) for t in s.tokens] for name, s in scores.items()}
-    return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts),
+    values = {name: np.asarray(s.totals, dtype=float) for name, s in scores.items()}
+    return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values),
                      NBestStats.compute(scored, metric))
 
 
@@ -107,7 +108,7 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
         entry["outputs"] = {**write_scored(new, out, name), "1best": str(out / name / "1best.txt")}
         write_1best(new, out / name / "1best.txt", with_ids=metric.name == "wer")
         entries[name] = entry
-    plot = weight_plot(result, [c.name for c in columns], metric.name, metric.scale, out / f"weights_{dev}.png")
+    plot = weight_plot(result, [c.name for c in columns], metric, out / f"weights_{dev}.png")
     report = rescore_report(result, columns, scorers, metric, base, dev, data, entries, plot)
     table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
              "ci95.low", "ci95.high"]

@@ -29,7 +29,7 @@ def perplexity(scorer: BoundScorer, texts: Sequence[str], known: ScoredTexts | N
 def set_perplexities(nbest: NBest, scorer: BoundScorer, known: ScoredTexts | None,
                      best: str) -> dict[str, dict[str, float]]:
     """(P)PPL of the 1-best of ``nbest`` (reported as ``best``) and, when known, of its references."""
-    out = {best: perplexity(scorer, [u.best.text if u.best else "" for u in nbest], known).as_dict()}
+    out = {best: perplexity(scorer, nbest.select([0] * len(nbest)), known).as_dict()}
     if nbest.has_refs:
         out["ref"] = perplexity(scorer, nbest.refs(), known).as_dict()
     return out

@@ -14,7 +14,7 @@ from ..engine import BoundScorer, load_scorer
 from ..pairs.data import read_sentences
 from ..pairs.desiderata import (
     FRAMES,
-    Scores,
+    DesiderataScores,
     correlations,
     log_frequencies,
     multi_token_share,
@@ -38,7 +38,7 @@ def desiderata(sentences: Sequence[str], masked: Mapping[str, BoundScorer], caus
     timings, scores = {}, {}
     for label, scorer in scorers.items():
         start = time.perf_counter()
-        scores[label] = Scores.of(scorer, sentences, words, frames)
+        scores[label] = DesiderataScores.of(scorer, sentences, words, frames)
         timings[label] = time.perf_counter() - start
     reference = scores["ll"].sentence if causal is not None else None
     table = {label: {**correlations(s, log_freq, None if label == "ll" else reference), "seconds": timings[label]}
@@ -62,7 +62,7 @@ def desiderata(sentences: Sequence[str], masked: Mapping[str, BoundScorer], caus
     return report
 
 
-def panels(scores: Mapping[str, Scores], log_freq, table, frames) -> dict[str, dict[str, tuple]]:
+def panels(scores: Mapping[str, DesiderataScores], log_freq, table, frames) -> dict[str, dict[str, tuple]]:
     """The scatter grid: one row per desideratum, one column per variant."""
     rows: dict[str, dict[str, tuple]] = {"(a) length": {}, **{f"(b) {f}": {} for f in frames}, "(c) causal LL": {}}
     for label, s in scores.items():

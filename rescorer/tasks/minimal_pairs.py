@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError
 from ..pairs.data import Pair
-from ..pairs.evaluate import pair_records, summarise, write_jsonl
+from ..pairs.evaluate import pair_records, summarise, write_pair_records
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
 from ..plots import phenomenon_bars
 from ..report import write_report
@@ -51,7 +51,7 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], me
                  for key, j in results.items()}
 
     out = Path(out_dir)
-    records = write_jsonl(out / "pairs.jsonl", pair_records(pairs, results, lengths))
+    records = write_pair_records(out / "pairs.jsonl", pair_records(pairs, results, lengths))
     plot = phenomenon_bars(summaries, out / "accuracy.png", f"{name}: accuracy per phenomenon")
     options = "|".join(f"{k}:{v}" for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple)))
     report = {
