@@ -8,7 +8,7 @@ import pytest
 
 from rescorer import read_nbest
 from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
-from rescorer.combine.interpolate import best_ranks
+from rescorer.combine.interpolate import best_ranks, totals
 from rescorer.errors import ConfigError
 from rescorer import plots
 from rescorer.metrics import NBestStats, make_metric, paired_bootstrap
@@ -172,3 +172,21 @@ def test_fast_equals_grid_on_real_moses_bleu():
     assert fast.weights == grid.weights
     np.testing.assert_allclose(fast.values, grid.values, atol=1e-9)
     assert best_ranks(features, np.array([0.0])).tolist() == [0] * len(nbest)  # weight 0 keeps Moses' 1-best
+
+
+def test_issue16_4_minus_inf_under_weight_zero_is_absent_and_report_matches_outputs(tmp_path):
+    """0 · (−inf) once gave NaN: the report then disagreed with the written lists. Weight 0 drops the column;
+    −inf under a non-zero weight sorts last; the written ranking is the reported one."""
+    from rescorer.pipeline import reranked
+
+    hyps = [Hypothesis("a b c", {"score": -1.0, "lm": -np.inf}), Hypothesis("a b", {"score": -2.0, "lm": -3.0}),
+            Hypothesis("x", {"score": -75.0, "lm": -1.0})]
+    nbest = NBest((Utterance("u1", tuple(hyps), ref="a b"),))
+    features = Features.of(nbest, Column("score"), [Column("lm")])
+    assert totals(features, np.array([0.0]))[0].tolist() == [-1.0, -2.0, -75.0]
+    assert totals(features, np.array([0.5]))[0].tolist() == [-np.inf, -3.5, -75.5]
+    for weight, first in ((0.0, "a b c"), (0.5, "a b")):
+        ranks = best_ranks(features, np.array([weight]))
+        new = reranked(nbest, features, np.array([weight]))
+        assert new.utterances[0].hyps[0].text == first == nbest.utterances[0].hyps[int(ranks[0])].text
+        assert not any(np.isnan(h.scores["rescore"]) for h in new.utterances[0].hyps)

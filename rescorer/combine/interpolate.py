@@ -90,11 +90,19 @@ def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str,
 
 
 def totals(features: Features, weights: np.ndarray) -> np.ndarray:
-    """Totals ``[..., U, N]`` for weight rows ``[..., K-1]`` (the base column has weight 1); invalid slots are −inf."""
+    """Totals ``[..., U, N]`` for weight rows ``[..., K-1]`` (the base column has weight 1); invalid slots are −inf.
+
+    A weight of 0 means the column is absent (0 · −inf counts as 0, not NaN). A −inf value (an impossible
+    hypothesis: readers refuse NaN and +inf) under a non-zero weight makes the total −inf: it sorts last."""
     weights = np.asarray(weights, dtype=float)
     full = np.concatenate([np.ones(weights.shape[:-1] + (1,)), weights], axis=-1)
-    out = np.einsum("unk,...k->...un", features.values, full)
-    return np.where(features.valid, out, -np.inf)
+    values = features.values
+    impossible = np.isneginf(values)
+    if not impossible.any():
+        return np.where(features.valid, np.einsum("unk,...k->...un", values, full), -np.inf)
+    out = np.einsum("unk,...k->...un", np.where(impossible, 0.0, values), full)
+    hit = np.einsum("unk,...k->...un", impossible * 1.0, (full != 0) * 1.0) > 0
+    return np.where(features.valid & ~hit, out, -np.inf)
 
 
 def best_ranks(features: Features, weights: np.ndarray) -> np.ndarray:
