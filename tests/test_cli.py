@@ -15,8 +15,8 @@ from omegaconf import OmegaConf
 
 import rescorer
 from rescorer.errors import ConfigError
-from rescorer.tasks import CONF, register_resolvers, scorers_of
 from rescorer.paths import data_root
+from rescorer.tasks import CONF, register_resolvers, scorers_of
 
 from .conftest import DEMO, ROOT, SHARED, need
 from .models import tiny_models  # noqa: F401  (fixture)

@@ -6,11 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rescorer import read_nbest
+from rescorer import plots, read_nbest
 from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
 from rescorer.combine.interpolate import best_ranks, totals
 from rescorer.errors import ConfigError
-from rescorer import plots
 from rescorer.metrics import NBestStats, make_metric, paired_bootstrap
 from rescorer.types import Hypothesis, NBest, Utterance
 

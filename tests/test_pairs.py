@@ -13,9 +13,24 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokeniz
 
 from rescorer import load_scorer
 from rescorer.errors import ConfigError, DataFormatError
-from rescorer.pairs import Judge, Judgments, PairSet, ensemble, majority, parse_ensemble, read_pairs, read_sentences
-from rescorer.pairs.desiderata import (DesiderataScores, correlations, log_frequencies, multi_token_share, word_scores,
-                                      words_of)
+from rescorer.pairs import (
+    Judge,
+    Judgments,
+    PairSet,
+    ensemble,
+    majority,
+    parse_ensemble,
+    read_pairs,
+    read_sentences,
+)
+from rescorer.pairs.desiderata import (
+    DesiderataScores,
+    correlations,
+    log_frequencies,
+    multi_token_share,
+    word_scores,
+    words_of,
+)
 from rescorer.pairs.evaluate import pearson, summarise
 from rescorer.pairs.methods import (
     AB_PROMPTS,
@@ -197,7 +212,7 @@ def naive_ll(model, tok, text: str) -> tuple[float, int]:
 
 def test_accuracy_of_every_readout_method_equals_a_naive_loop(tiny, tmp_path):
     pairs = read_pairs(BLIMP)
-    scorer = load_scorer("ll", str(tiny["gpt2"]), store=tmp_path / "s.sqlite", progress=False)
+    scorer = load_scorer("ll", str(tiny["gpt2"]), score_eos=False, store=tmp_path / "s.sqlite", progress=False)
     judge = Judge(scorer, pairs)
     tok = AutoTokenizer.from_pretrained(tiny["gpt2"])
     model = AutoModelForCausalLM.from_pretrained(tiny["gpt2"]).eval()
@@ -231,7 +246,7 @@ def test_accuracy_of_every_readout_method_equals_a_naive_loop(tiny, tmp_path):
 @pytest.mark.parametrize("style", ["base", "chat"])
 def test_yes_no_probability_equals_a_softmax_over_the_full_next_token_logits(tiny, style):
     pairs = read_pairs(BLIMP, limit=1)
-    scorer = load_scorer("ll", str(tiny["gpt2"]), progress=False)
+    scorer = load_scorer("ll", str(tiny["gpt2"]), score_eos=False, progress=False)
     got = Judge(scorer, pairs, style=style)("yes_no")
     tok = AutoTokenizer.from_pretrained(tiny["gpt2"])
     model = AutoModelForCausalLM.from_pretrained(tiny["gpt2"]).eval()
@@ -253,7 +268,7 @@ def test_yes_no_probability_equals_a_softmax_over_the_full_next_token_logits(tin
 
 
 def test_next_token_answers_must_be_single_tokens(tiny):
-    scorer = load_scorer("ll", str(tiny["gpt2"]), progress=False)
+    scorer = load_scorer("ll", str(tiny["gpt2"]), score_eos=False, progress=False)
     with pytest.raises(ConfigError, match="candidate answer 'Perhaps' is .* tokens .* it must be one"):
         scorer.adapter.next_token(["Perhaps", "No"])
     masked = load_scorer("pll", str(tiny["bert"]), progress=False)
@@ -272,7 +287,7 @@ def test_ab_order_is_balanced_per_group_and_seeded():
 
 def test_ab_shows_the_good_sentence_as_its_letter_and_scores_that_letter(tiny):
     pairs = read_pairs(BLIMP)
-    scorer = load_scorer("ll", str(tiny["gpt2"]), progress=False)
+    scorer = load_scorer("ll", str(tiny["gpt2"]), score_eos=False, progress=False)
     got = Judge(scorer, pairs, style="base", ab=AB_PROMPTS[:1], seed=7)("ab")
     good_is_a = ab_order([p.paradigm for p in pairs], 7)
     np.testing.assert_array_equal(got.details["good_is_a"], good_is_a)
@@ -330,7 +345,7 @@ def test_desiderata_correlations_equal_scipy_and_word_scores_a_naive_loop(tiny):
     words = words_of(sentences)
     assert words[:4] == ["who", "should", "derek", "hug"] and len(words) == len(set(words))
     pll = load_scorer("pll", str(tiny["bert"]), variant="original", progress=False)
-    ll = load_scorer("ll", str(tiny["gpt2"]), progress=False)
+    ll = load_scorer("ll", str(tiny["gpt2"]), score_eos=False, progress=False)
     scores = DesiderataScores.of(pll, sentences, words)
     for word, got in list(zip(words, scores.words["my_word"]))[:5]:
         text = f"My word is {word}."

@@ -36,5 +36,5 @@ def test_pll_equals_minicons(tiny_models, arch, ours, theirs):
 def test_causal_ll_equals_minicons(tiny_models, arch):
     peer = minicons.IncrementalLMScorer(str(tiny_models[arch]), "cpu")
     want = peer.sequence_score(PEER_TEXTS, reduction=lambda x: x.sum(0).item(), bos_token=True)
-    got = load_scorer("ll", str(tiny_models[arch]), progress=False).score(PEER_TEXTS)
+    got = load_scorer("ll", str(tiny_models[arch]), score_eos=False, progress=False).score(PEER_TEXTS)
     np.testing.assert_allclose(got, want, atol=1e-4)

@@ -93,12 +93,12 @@ def test_token_scores_sum_to_score_and_skip_special_tokens(tiny_models):
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_ll_equals_naive_loop(tiny_models, arch):
-    scorer = load_scorer("ll", str(tiny_models[arch]), progress=False)
+    scorer = load_scorer("ll", str(tiny_models[arch]), score_eos=False, progress=False)
     np.testing.assert_allclose(scorer.score(TEXTS), [naive_ll(tiny_models[arch], t) for t in TEXTS], atol=1e-4)
 
 
 def test_score_eos_adds_the_end_token(tiny_models):
-    plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    plain = load_scorer("ll", str(tiny_models["gpt2"]), score_eos=False, progress=False)
     with_eos = load_scorer("ll", str(tiny_models["gpt2"]), score_eos=True, progress=False)
     for a, b in zip(plain.token_scores(TEXTS), with_eos.token_scores(TEXTS)):
         assert len(b) == len(a) + 1 and b[:-1] == pytest.approx(a, abs=1e-4)
@@ -177,3 +177,21 @@ def test_compiled_layers_score_like_the_eager_model(tiny_models, kind, arch):
     compiled = load_scorer(kind, str(tiny_models[arch]), compile=True, progress=False)
     assert compiled.adapter.spec["compile"] and compiled.signature == eager.signature
     np.testing.assert_allclose(compiled.score(TEXTS[:3]), eager.score(TEXTS[:3]), atol=1e-4)
+
+
+def test_issue16_1_an_empty_hypothesis_never_wins_because_it_had_nothing_to_score(tiny_models):
+    """LL scores the end of the sentence (log P(EOS | BOS) for ""); PLL gives a text with nothing to mask −inf."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    ll = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    tok = AutoTokenizer.from_pretrained(tiny_models["gpt2"])
+    model = AutoModelForCausalLM.from_pretrained(tiny_models["gpt2"]).eval()
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([[tok.eos_token_id]])).logits[0, -1].double(), -1)
+    empty, one = ll.compute(["", "A CAT"])
+    assert empty[0] == pytest.approx(logp[tok.eos_token_id].item(), abs=1e-4) and len(empty[1]) == 1
+    assert empty[0] < 0 and len(one[1]) == len(tok("A CAT")["input_ids"]) + 1
+    pll = load_scorer("pll", str(tiny_models["bert"]), progress=False)
+    assert pll.score(["", "A CAT"])[0] == float("-inf")
+    assert pll.perplexity(["", "A CAT"]).tokens == len(pll.token_scores(["A CAT"])[0])

@@ -65,7 +65,7 @@ def compute(scorer: "Scorer", todo: Sequence[str], budget: int | None, stats: En
     stats.rows += len(sentence_of)
     values = [np.zeros(scorer.num_targets(s)) for s in sentences]
     remaining = rows.copy()
-    finished: ScoreMap = {todo[i]: (0.0, []) for i in np.flatnonzero(remaining == 0)}
+    finished: ScoreMap = {todo[i]: (scorer.empty_score, []) for i in np.flatnonzero(remaining == 0)}
     budget = budget or scorer.preferred_budget()
     last_flush = time.perf_counter()
 

@@ -8,6 +8,7 @@ from ..metrics import Metric, NBestStats
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
+from .outputs import run_dir
 
 
 def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path, data: str) -> dict[str, Any]:
@@ -24,5 +25,6 @@ def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path, dat
     report = {"task": "evaluate", "data": data, "metric": metric.name, "units": metric.units,
               "signature": f"rescorer:{__version__}|{metric.signature}", "sets": entries}
     columns = ["utterances", "hypotheses", f"baseline.{metric.name}", f"oracle.{metric.name}"]
-    write_report(out_dir, report, columns, f"{data}: input 1-best and oracle {metric.name.upper()}")
+    with run_dir(out_dir) as out:
+        write_report(out.work, report, columns, f"{data}: input 1-best and oracle {metric.name.upper()}")
     return report

@@ -21,7 +21,7 @@ from ..plots import weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
-from .outputs import write_1best, write_scored
+from .outputs import RunDir, run_dir, write_1best, write_scored
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
 
@@ -93,33 +93,41 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
             base: Column, columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
             tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data") -> dict[str, Any]:
     """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report."""
-    out = Path(out_dir)
     columns = list(columns) if columns else default_columns(list(scorers))
     dev = tuning_set(list(sets), tune_on)
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
     result = tune(prepared[dev], columns, search)
     weights = np.array([result.weights[c.name] for c in columns])
-    entries = {}
+    applied = {}
     for name, scored in prepared.items():
         new, entry = apply(scored, weights, metric, bootstrap, seed)
         entry["tuned_on_this_set"] = name == dev
         entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
                         for column, scorer in scorers.items()}
-        entry["outputs"] = {**write_scored(new, out, name), "1best": str(out / name / "1best.txt")}
-        write_1best(new, out / name / "1best.txt", with_ids=metric.name == "wer")
-        entries[name] = entry
-    plot = weight_plot(result, [c.name for c in columns], metric, out / f"weights_{dev}.png")
-    report = rescore_report(result, columns, scorers, metric, base, dev, data, entries, plot)
-    table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
-             "ci95.low", "ci95.high"]
-    weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
-    write_report(out, report, table, f"{data}: rescored with {weights_text} (tuned on {dev})")
+        applied[name] = (new, entry)
+    with run_dir(out_dir) as out:
+        entries = {name: {**entry, "outputs": write_rescored(new, out, name, metric)}
+                   for name, (new, entry) in applied.items()}
+        plot = weight_plot(result, [c.name for c in columns], metric, out.work / f"weights_{dev}.png")
+        report = rescore_report(result, columns, scorers, metric, base, dev, data, entries,
+                                out.shown(plot) if plot else None)
+        table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
+                 "ci95.low", "ci95.high"]
+        weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
+        write_report(out.work, report, table, f"{data}: rescored with {weights_text} (tuned on {dev})")
     return report
+
+
+def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
+    """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be."""
+    written = {**write_scored(nbest, out.work, name), "1best": out.work / name / "1best.txt"}
+    write_1best(nbest, written["1best"], with_ids=metric.name == "wer")
+    return {kind: out.shown(path) for kind, path in written.items()}
 
 
 def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Mapping[str, BoundScorer],
                    metric: Metric, base: Column, dev: str, data: str, entries: dict[str, Any],
-                   plot: Path | None) -> dict[str, Any]:
+                   plot: str | None) -> dict[str, Any]:
     """``report.json`` of a rescoring run (schema in README)."""
     signature = "|".join([f"rescorer:{__version__}", metric.signature, f"base:{base.name}",
                           *(f"{c.name}:{result.weights[c.name]:g}/lp:{c.penalty}" for c in columns),
@@ -128,7 +136,7 @@ def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Map
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
         "tuned_on": dev, "base": base.name, "weights": result.weights,
         "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": str(plot) if plot else None},
+                   "dev": metric.scale * result.dev, "plot": plot},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
         "signature": signature, "sets": entries,
     }

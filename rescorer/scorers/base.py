@@ -23,6 +23,9 @@ class Scorer(ABC):
     device: str = "cpu"
     spec: dict[str, Any] | None = None  # load_scorer's arguments: how a worker process rebuilds this scorer
     bytes_per_token: int = 0        # GPU memory a batch token costs (0: no budget from free memory)
+    # The total of a text with nothing to score (no rows). 0.0, the empty sum, would be the best log-score
+    # possible; scorers for which an empty text has no probability say −inf, so it can never win on them.
+    empty_score: float = 0.0
 
     def __init__(self, normaliser: Normaliser | None = None, compile: bool = False):
         self.normaliser = normaliser or Normaliser()

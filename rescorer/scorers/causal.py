@@ -16,14 +16,15 @@ class CausalLMScorer(Scorer):
     """LL of any ``AutoModelForCausalLM`` (GGUF files too).
 
     ``bos``: the token every sentence is conditioned on — ``auto`` (the tokenizer's BOS, else its EOS, as
-    GPT-2's ``<|endoftext|>``), ``bos`` or ``eos``; it is never scored. ``score_eos`` adds log P(EOS | S).
+    GPT-2's ``<|endoftext|>``), ``bos`` or ``eos``; it is never scored. ``score_eos`` (default, as ESPnet's LM does) adds log
+    P(EOS | S), so the empty text scores log P(EOS | BOS), not the empty sum 0.
     """
 
     kind = "ll"
     default_budget = 512
     gpu_budget = 16384  # the logits of every position are kept: [tokens × vocabulary] fp32
 
-    def __init__(self, model: str, bos: str = "auto", score_eos: bool = False, gguf_file: str | None = None,
+    def __init__(self, model: str, bos: str = "auto", score_eos: bool = True, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,
                  trust_remote_code: bool = False, **common: Any):
         super().__init__(**common)

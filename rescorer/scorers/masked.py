@@ -66,6 +66,7 @@ class MaskedLMScorer(Scorer):
     kind = "pll"
     default_budget = 1024
     gpu_budget = 65536  # one vocabulary row per copy: the encoder dominates
+    empty_score = float("-inf")  # nothing to mask: a masked LM gives an empty sentence no probability
 
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,

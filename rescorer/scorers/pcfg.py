@@ -25,6 +25,7 @@ class PCFGScorer(Scorer):
 
     kind = "pcfg"
     default_budget = gpu_budget = 64  # words per batch; each sentence is its own chart, so this only paces progress
+    empty_score = float("-inf")  # a CNF grammar never generates the empty string
 
     def __init__(self, model: str | None = None, variant: str = "masked", oov: str = "error", score_eos: bool = False,
                  grammar: PCFG | None = None, induction: Mapping[str, Any] | None = None, device: str = "auto",

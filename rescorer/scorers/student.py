@@ -36,6 +36,7 @@ class StudentScorer(Scorer):
     kind = "student"
     default_budget = 4096
     gpu_budget = 131072
+    empty_score = float("-inf")  # as its PLL teacher
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "auto", revision: str | None = None,
                  loaded: tuple[Any, Any] | None = None, **common: Any):

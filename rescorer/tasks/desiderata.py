@@ -80,7 +80,7 @@ def run(cfg: Any) -> dict[str, Any]:
     engine = plain(cfg.engine)
     common = dict(case=task["case"], append_period=task["append_period"])
     masked = {v: load_scorer("pll", task["masked"], variant=v, **engine, **common) for v in task["variants"]}
-    causal = load_scorer("ll", task["causal"], **engine, **common) if task["causal"] else None
+    causal = load_scorer("ll", task["causal"], score_eos=False, **engine, **common) if task["causal"] else None
     sentences = read_sentences(task["sentences"]["path"], task["sentences"]["column"])
     return desiderata(sentences, masked, causal, cfg.out_dir, task["sentences"]["name"], dict(task["frames"]),
                       task["language"])
