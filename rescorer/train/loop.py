@@ -21,6 +21,8 @@ from tqdm.auto import tqdm
 from ..io.common import write_text
 from .checkpoint import load_checkpoint, save_checkpoint
 
+LEGACY_BEST = ("best_pppl", "best_ppl", "best_dev_mse")  # the best dev metric in runs saved before this loop
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -144,14 +146,16 @@ def resume(objective: Objective, out: Path) -> dict[str, Any]:
     """Set the objective up, from ``out/last`` when there is one; → the loop state."""
     saved = load_checkpoint(out, device=objective.device)
     objective.setup(out / "last" if saved else None)
+    fresh = {"step": 0, "best": math.inf, "best_step": None, "stale": 0, "window": [], "curve": []}
     if saved is None:
-        return {"step": 0, "best": math.inf, "best_step": None, "stale": 0, "window": [], "curve": []}
+        return fresh
     state, optimizers = saved
     objective.optimizer.load_state_dict(optimizers["optimizer"])
     if objective.scheduler is not None:
         objective.scheduler.load_state_dict(optimizers["scheduler"])
-    objective.load_state_dict(state.get("objective", {}))
-    return state
+    objective.load_state_dict(state.get("objective", state))  # a run saved before this loop kept it at the top
+    legacy = next((state[k] for k in LEGACY_BEST if k in state), math.inf)
+    return {**fresh, "best": legacy, **state}
 
 
 def record(objective: Objective, out: Path, state: dict[str, Any]) -> dict[str, Any]:
