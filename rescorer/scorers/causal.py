@@ -18,6 +18,7 @@ class CausalLMScorer(Scorer):
     ``bos``: the token every sentence is conditioned on — ``auto`` (the tokenizer's BOS, else its EOS, as
     GPT-2's ``<|endoftext|>``), ``bos`` or ``eos``; it is never scored. ``score_eos`` (default, as ESPnet's LM does) adds log
     P(EOS | S), so the empty text scores log P(EOS | BOS), not the empty sum 0.
+    ``loaded``: an in-memory (tokenizer, model) pair to score with.
     """
 
     kind = "ll"
@@ -26,7 +27,7 @@ class CausalLMScorer(Scorer):
 
     def __init__(self, model: str, bos: str = "auto", score_eos: bool = True, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,
-                 trust_remote_code: bool = False, **common: Any):
+                 trust_remote_code: bool = False, loaded: tuple[Any, Any] | None = None, **common: Any):
         super().__init__(**common)
         if bos not in BOS_POLICIES:
             raise ConfigError(f"bos must be one of {', '.join(BOS_POLICIES)}, not {bos!r}")
@@ -35,8 +36,8 @@ class CausalLMScorer(Scorer):
         self.model_name, self.score_eos, self.bos_policy = model, score_eos, bos
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.tokenizer, self.model = load_pretrained(AutoModelForCausalLM, model, revision=revision,
-                                                     gguf_file=gguf_file, trust_remote_code=trust_remote_code)
+        self.tokenizer, self.model = loaded or load_pretrained(AutoModelForCausalLM, model, revision=revision,
+                                                               gguf_file=gguf_file, trust_remote_code=trust_remote_code)
         self.place(self.model)
         self.bytes_per_token = token_bytes(self.model.config, vocabulary_logits=True)
         tok = self.tokenizer
@@ -46,7 +47,8 @@ class CausalLMScorer(Scorer):
             raise ConfigError(f"model {model!r} has no {bos} token to condition on")
         if score_eos and tok.eos_token_id is None:
             raise ConfigError(f"model {model!r} has no EOS token to score")
-        self._fingerprint = fingerprint(str(model) if gguf_file is None else f"{model}/{gguf_file}", self.model)
+        self._fingerprint = "in-memory" if loaded else fingerprint(
+            str(model) if gguf_file is None else f"{model}/{gguf_file}", self.model)
         self._dtype_name = str(self.dtype).removeprefix("torch.")
 
     @property

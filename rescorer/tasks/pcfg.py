@@ -2,9 +2,10 @@
 
 Stages (each resumable: rerun the same command): induce or load the grammar → sample train/dev/test
 (seeded; dev and test hold no train sentence, paper §4.1) → train a small masked LM (``train.adapt``) and a
-small causal LM on train, with whitespace word tokenizers → score test with the project's PLL (``original``)
-and LL scorers and with the PCFG's exact conditionals (all through the engine and score store) → report
-(P)PPL of each LM and of the grammar (the lower bound), their ratio, Spearman ρ and R², and Figure 1.
+small causal LM (``train.causal``) on train, with whitespace word tokenizers (``train.scratch``) → score test
+with the project's PLL (``original``) and LL scorers and with the PCFG's exact conditionals (all through the
+engine and score store) → report (P)PPL of each LM and of the grammar (the lower bound), their ratio,
+Spearman ρ and R², and Figure 1.
 Words the LM tokenizer maps to [UNK] are left out of the comparison, as in the paper.
 """
 from __future__ import annotations
@@ -22,10 +23,11 @@ from ..errors import ConfigError
 from ..io.common import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.evaluate import agreement, agreement_plot, aligned
-from ..pcfg.lms import CausalConfig, Shape, build_lm, train_causal, word_tokenizer
 from ..plots import curve_plot
 from ..report import write_report
 from ..train.adapt import AdaptConfig, adapt
+from ..train.causal import CausalConfig, train_causal
+from ..train.scratch import Shape, build_lm, word_tokenizer
 from ..version import __version__
 from . import plain
 

@@ -2,29 +2,26 @@
 
 Standard BERT masking (15% of tokens; 80% [MASK], 10% random, 10% kept), the LM head applied only at the
 masked positions, AdamW with warm-up and linear decay, bf16 autocast on GPU. Every ``eval_every`` steps the
-dev pseudo-perplexity (spec §1.5, our PLL scorer) picks the best checkpoint. A run stops after
-``max_seconds`` and the next run resumes from ``out_dir/last`` (weights, optimiser, step, data position).
+dev pseudo-perplexity (spec §1.5, our PLL scorer) picks the best checkpoint. The run is an objective of
+``train.loop``: stopped by ``until``/``max_seconds``, the next run resumes from ``out_dir/last``.
 An encoder without an MLM head (e.g. MiniLM sentence encoders) gets a fresh head tied to its word embeddings.
 """
 from __future__ import annotations
 
-import json
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..engine import Engine
+from ..engine import load_scorer
 from ..errors import ConfigError
-from ..io.common import write_text
 from ..scorers.loading import resolve_device, resolve_dtype
-from ..scorers.masked import HEADS, MaskedLMScorer
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..scorers.masked import HEADS
+from .batches import pad, stream_indices
 from .corpus import load_segments
+from .loop import Limits, TokenCounting, optimise, start_run, train, warmup_linear
 
 
 @dataclass
@@ -90,144 +87,89 @@ def mask_batch(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p
     return inputs, where, labels
 
 
-class Adapter:
-    """One adaptation run: data, model, optimiser and the resumable state."""
+def dev_scorer(cfg: AdaptConfig, tokenizer: Any, model: Any, device: str) -> Any:
+    """The PLL scorer of the model being trained (dev pseudo-perplexity)."""
+    return load_scorer("pll", cfg.encoder, variant=cfg.variant, device=device, loaded=(tokenizer, model),
+                       progress=False)
+
+
+class Adaptation(TokenCounting):
+    """Masked-LM training of an encoder; dev pseudo-perplexity picks the best checkpoint."""
+
+    name = "adapt"
+    metrics = ("train_loss", "masked_accuracy")
+    select = ("dev_word_pppl", "min")
+    shown = ("train_loss", "masked_accuracy")
 
     def __init__(self, cfg: AdaptConfig, texts: Sequence[str] | None = None):
         """``texts``: the training sentences as they are (default: ``cfg.train`` files cut into segments)."""
-        import torch
-
-        self.cfg, self.out = cfg, Path(cfg.out_dir)
+        self.cfg, self.seed = cfg, cfg.seed
         self.device = resolve_device(cfg.device)
         self.dtype = resolve_dtype(cfg.dtype, self.device)
         self.texts = list(texts) if texts is not None else load_segments(cfg.train, seed=cfg.seed)
-        resume = load_checkpoint(self.out, device=self.device)
-        self.tokenizer, self.model = masked_lm_from_encoder(str(self.out / "last") if resume else cfg.encoder)
+
+    def setup(self, resume: Path | None) -> None:
+        import torch
+
+        cfg = self.cfg
+        self.tokenizer, self.model = masked_lm_from_encoder(str(resume or cfg.encoder))
         self.head = HEADS.get(type(self.model).__name__)
         if self.head is None:
             raise ConfigError(f"domain adaptation supports {', '.join(HEADS)}, not {type(self.model).__name__}")
         self.model.to(self.device)
-        embeddings = self.model.get_input_embeddings().weight
         if cfg.freeze_embeddings:
-            embeddings.requires_grad_(False)
-        head_params = [p for n, p in self.model.named_parameters()
-                       if not n.startswith(self.model.base_model_prefix) and p.requires_grad]
-        body_params = [p for n, p in self.model.named_parameters()
-                       if n.startswith(self.model.base_model_prefix) and p.requires_grad]
-        self.optimizer = torch.optim.AdamW([{"params": body_params, "lr": cfg.lr},
-                                            {"params": head_params, "lr": cfg.head_lr}],
-                                           weight_decay=cfg.weight_decay)
-        schedule = lambda step: min(1.0, (step + 1) / cfg.warmup) * max(0.0, 1 - step / cfg.steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, [schedule, schedule])
-        self.state = {"step": 0, "tokens": 0, "best_pppl": math.inf, "best_step": None, "curve": []}
-        if resume:
-            self.state, saved = resume
-            self.optimizer.load_state_dict(saved["optimizer"])
-            self.scheduler.load_state_dict(saved["scheduler"])
+            self.model.get_input_embeddings().weight.requires_grad_(False)
+        prefix = self.model.base_model_prefix
+        trained = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW([{"params": [p for n, p in trained if n.startswith(prefix)], "lr": cfg.lr},
+                                            {"params": [p for n, p in trained if not n.startswith(prefix)],
+                                             "lr": cfg.head_lr}], weight_decay=cfg.weight_decay)
+        self.scheduler = warmup_linear(self.optimizer, cfg.warmup, cfg.steps)
 
-    # ---- data
     def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids and special-token mask of the batch at ``step`` (a fixed permutation per epoch)."""
-        n, size = len(self.texts), self.cfg.batch_size
-        epoch, start = divmod(step * size, n)
-        order = np.random.default_rng(self.cfg.seed + epoch).permutation(n)
-        picked = [self.texts[i] for i in order[start : start + size]]
-        enc = self.tokenizer(picked, truncation=True, max_length=self.cfg.max_length, padding=True,
-                             return_special_tokens_mask=True, return_tensors="np")
-        special = enc["special_tokens_mask"].astype(bool) | (enc["attention_mask"] == 0)
-        return enc["input_ids"], special
+        """Token ids and special-token mask (padding included) of the batch at ``step``."""
+        picked = stream_indices(step, len(self.texts), self.cfg.batch_size, self.cfg.seed)
+        enc = self.tokenizer([self.texts[i] for i in picked], truncation=True, max_length=self.cfg.max_length,
+                             return_special_tokens_mask=True)
+        ids, real = pad(enc["input_ids"], self.tokenizer.pad_token_id)
+        special = pad(enc["special_tokens_mask"], 1)[0].astype(bool) | ~real
+        return ids, special
 
-    # ---- one step
-    def step(self) -> tuple[float, float, int]:
+    def step(self, index: int) -> dict[str, float]:
         import torch
         import torch.nn.functional as F
 
-        ids, special = self.batch(self.state["step"])
-        rng = np.random.default_rng([self.cfg.seed, self.state["step"]])
-        torch.manual_seed(self.cfg.seed * 1_000_003 + self.state["step"])  # dropout: the same after a resume
+        ids, special = self.batch(index)
+        rng = np.random.default_rng([self.cfg.seed, index])
         inputs, where, labels = mask_batch(ids, special, self.tokenizer.mask_token_id, len(self.tokenizer),
                                            self.cfg.mask_prob, rng)
         attention = torch.from_numpy((ids != self.tokenizer.pad_token_id).astype(np.int64)).to(self.device)
-        inputs_t = torch.from_numpy(inputs).to(self.device)
         rows, cols = (torch.from_numpy(where[:, k]).to(self.device) for k in (0, 1))
         target = torch.from_numpy(labels).to(self.device)
         with torch.autocast(self.device.split(":")[0], dtype=self.dtype, enabled=self.dtype != torch.float32):
-            hidden = self.model.base_model(input_ids=inputs_t, attention_mask=attention)[0]
+            hidden = self.model.base_model(input_ids=torch.from_numpy(inputs).to(self.device),
+                                           attention_mask=attention)[0]
             logits = self.head(self.model, hidden[rows, cols])
         loss = F.cross_entropy(logits.float(), target)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
+        optimise(self, loss)
+        self.tokens += int(attention.sum())
         accuracy = (logits.argmax(-1) == target).float().mean()
-        self.state["step"] += 1
-        self.state["tokens"] += int(attention.sum())
-        return float(loss.detach()), float(accuracy), len(labels)
+        return {"train_loss": float(loss.detach()), "masked_accuracy": float(accuracy), "weight": len(labels)}
 
-    # ---- evaluation and checkpoints
-    def dev_pppl(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, float]:
+        """Dev token- and word-level pseudo-perplexity through the PLL scorer."""
         if not self.cfg.dev_texts:
             return {}
-        self.model.eval()
-        scorer = Engine(progress=False).bind(MaskedLMScorer(self.cfg.encoder, variant=self.cfg.variant,
-                                                            device=self.device, loaded=(self.tokenizer, self.model)))
-        ppl = scorer.perplexity(list(self.cfg.dev_texts))
-        self.model.train()
+        ppl = dev_scorer(self.cfg, self.tokenizer, self.model, self.device).perplexity(list(self.cfg.dev_texts))
         return {"dev_token_pppl": ppl.token_level, "dev_word_pppl": ppl.word_level}
-
-    def save(self, name: str) -> None:
-        optimizer = None
-        if name == "last":
-            optimizer = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
-        save_checkpoint(self.out, name, self.model, self.tokenizer, self.state, optimizer)
-
-    def run(self) -> dict[str, Any]:
-        self.model.train()
-        start = time.perf_counter()
-        if self.state["step"] == 0 and not self.state["curve"]:
-            self.record(math.nan, math.nan)
-        window: list[tuple[float, float, int]] = []
-        with tqdm(total=self.cfg.steps, initial=self.state["step"], desc="adapt", unit="step",
-                  disable=None if self.cfg.progress is None else not self.cfg.progress) as bar:
-            last = min(self.cfg.steps, self.cfg.until or self.cfg.steps)
-            while self.state["step"] < last and time.perf_counter() - start < self.cfg.max_seconds:
-                window.append(self.step())
-                bar.update(1)
-                if self.state["step"] % self.cfg.eval_every == 0 or self.state["step"] == self.cfg.steps:
-                    masked = sum(w[2] for w in window)
-                    loss = sum(w[0] * w[2] for w in window) / masked
-                    accuracy = sum(w[1] * w[2] for w in window) / masked
-                    entry = self.record(loss, accuracy)
-                    bar.set_postfix(loss=f"{loss:.3f}", acc=f"{accuracy:.3f}",
-                                    pppl=f"{entry.get('dev_word_pppl', math.nan):.1f}")
-                    window = []
-        self.save("last")
-        return self.state
-
-    def record(self, loss: float, accuracy: float) -> dict[str, Any]:
-        """Evaluate, log a point of the curve, keep the best checkpoint by dev pseudo-perplexity."""
-        entry = {"step": self.state["step"], "tokens": self.state["tokens"], "train_loss": loss,
-                 "masked_accuracy": accuracy, **self.dev_pppl()}
-        self.state["curve"].append(entry)
-        score = entry.get("dev_word_pppl", -self.state["step"])
-        if score < self.state["best_pppl"]:
-            self.state["best_pppl"], self.state["best_step"] = score, self.state["step"]
-            self.save("best")
-        self.save("last")
-        return entry
 
 
 def adapt(cfg: AdaptConfig, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run (or resume) adaptation (on ``texts`` if given, else on ``cfg.train``); returns the state with the
     learning curve."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.json", json.dumps(asdict(cfg), indent=1, default=str) + "\n")
-    return Adapter(cfg, texts).run()
+    start_run(cfg.out_dir, asdict(cfg))
+    limits = Limits(steps=cfg.steps, eval_every=cfg.eval_every, until=cfg.until, max_seconds=cfg.max_seconds)
+    return train(Adaptation(cfg, texts), limits, cfg.out_dir, cfg.progress)
 
 
 def export_delta(model_dir: str | Path, out_dir: str | Path, shard_mb: int = 12) -> Path:

@@ -5,28 +5,25 @@ computed once and reused. The student starts from an encoder (by default the tea
 one-output head and is trained with MSE on standardised targets — the sentence's mean PLL per token
 (``sentence``; × the token count, which the student knows exactly, gives PLL) or each token's log-prob
 (``token``). Adam; after every ``eval_every`` steps the dev split's MSE picks the best checkpoint and
-``patience`` evaluations without improvement stop training. A run stops after ``max_seconds`` and the
-next run resumes from ``out_dir/last``.
+``patience`` evaluations without improvement stop training. The run is an objective of ``train.loop``:
+stopped by ``max_seconds`` (evaluated there), the next run resumes from ``out_dir/last``.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..engine import Engine, load_scorer
+from ..engine import load_scorer
 from ..errors import ConfigError
-from ..io.common import write_text
 from ..scorers.loading import resolve_device
-from ..scorers.student import LEVELS, StudentScorer
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..scorers.student import LEVELS
+from .batches import epoch_indices, pad
+from .loop import Limits, Objective, optimise, start_run, train
 
 
 @dataclass
@@ -70,6 +67,7 @@ class Targets:
 
 
 def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any]:
+    """The teacher's per-token PLLs of the distinct training texts (through its store), split; and the teacher."""
     teacher = load_scorer(**{**cfg.engine, "progress": cfg.progress, **cfg.teacher})
     if teacher.kind != "pll":
         raise ConfigError(f"task.teacher must be a masked-LM PLL scorer (kind pll), not {teacher.kind!r}")
@@ -86,40 +84,47 @@ def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any]:
     return split, teacher
 
 
-class Distiller:
-    """One distillation run: targets, student, optimiser and the resumable state."""
+def dev_scorer(cfg: DistillConfig, tokenizer: Any, model: Any, device: str) -> Any:
+    """The student scorer of the model being trained (its PLL predictions on dev)."""
+    return load_scorer("student", cfg.out_dir, device=device, loaded=(tokenizer, model), progress=False)
+
+
+class Distillation(Objective):
+    """A one-pass student regressing a PLL teacher's (standardised) scores; dev MSE picks the best."""
+
+    name = "distill"
+    metrics = ("train_mse",)
+    select = ("dev_mse", "min")
+    shown = ("dev_pearson",)
+    best_name = "student"
 
     def __init__(self, cfg: DistillConfig):
-        import torch
-        import transformers
-        from transformers import AutoTokenizer
-
         if cfg.level not in LEVELS:
             raise ConfigError(f"task.level must be one of {', '.join(LEVELS)}, not {cfg.level!r}")
-        self.cfg, self.out = cfg, Path(cfg.out_dir)
+        self.cfg, self.seed = cfg, cfg.seed
         self.device = resolve_device(cfg.device)
         self.targets, teacher = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
                      "normaliser": teacher.adapter.normaliser.signature}
-        resume = load_checkpoint(self.out, device=self.device)
-        start = str(self.out / "last") if resume else (cfg.init or teacher.adapter.model_name)
-        auto = getattr(transformers, LEVELS[cfg.level])
+        self.init = cfg.init or teacher.adapter.model_name
+
+    def setup(self, resume: Path | None) -> None:
+        import torch
+        import transformers
+        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        start = str(resume or self.init)
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # a new head is expected: no "newly initialized" warning
-        torch.manual_seed(cfg.seed)  # the new head's initial weights
+        torch.manual_seed(self.cfg.seed)  # the new head's initial weights
+        auto = getattr(transformers, LEVELS[self.cfg.level])
         self.model = auto.from_pretrained(start, num_labels=1).float().to(self.device)
         hf_logging.set_verbosity(verbosity)
         self.model.config.rescorer_student = self.info
         self.tokenizer = AutoTokenizer.from_pretrained(start)
-        del teacher
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
-        self.state = {"step": 0, "best_dev_mse": math.inf, "best_step": None, "stale": 0, "curve": []}
-        if resume:
-            self.state, saved = resume
-            self.optimizer.load_state_dict(saved["optimizer"])
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.lr)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -129,9 +134,10 @@ class Distiller:
         """Input ids, attention mask, standardised targets and the target mask (token level) of a batch."""
         import torch
 
-        enc = self.tokenizer([t for t, _ in batch], padding=True, truncation=True, max_length=self.cfg.max_length,
-                             return_special_tokens_mask=True, return_tensors="pt")
-        scored = (enc["special_tokens_mask"] == 0) & (enc["attention_mask"] == 1)
+        enc = self.tokenizer([t for t, _ in batch], truncation=True, max_length=self.cfg.max_length,
+                             return_special_tokens_mask=True)
+        ids, real = pad(enc["input_ids"], self.tokenizer.pad_token_id)
+        scored = torch.from_numpy((pad(enc["special_tokens_mask"], 1)[0] == 0) & real)
         mean, std = self.info["mean"], self.info["std"]
         if self.cfg.level == "sentence":
             target = torch.tensor([(t.mean() - mean) / std for _, t in batch], dtype=torch.float32)
@@ -140,11 +146,11 @@ class Distiller:
             for b, (_, t) in enumerate(batch):
                 where = scored[b].nonzero()[:, 0]
                 if len(where) != len(t):
-                    raise ConfigError(f"the student's tokenizer splits {batch[b][0]!r} into {len(where)} tokens, "
-                                      f"the teacher's into {len(t)}: a token-level student needs the teacher's tokenizer")
+                    raise ConfigError(f"the student's tokenizer splits {batch[b][0]!r} into {len(where)} tokens, the "
+                                      f"teacher's into {len(t)}: a token-level student needs the teacher's tokenizer")
                 target[b, where] = torch.as_tensor((t - mean) / std, dtype=torch.float32)
-        return (enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device), target.to(self.device),
-                scored.to(self.device))
+        return (torch.from_numpy(ids).to(self.device), torch.from_numpy(real.astype(np.int64)).to(self.device),
+                target.to(self.device), scored.to(self.device))
 
     def squared_errors(self, batch: Sequence[tuple[str, np.ndarray]]) -> tuple[Any, int]:
         """Sum of squared errors over the batch's targets, and how many targets there were."""
@@ -154,88 +160,37 @@ class Distiller:
             return ((out - target) ** 2).sum(), len(batch)
         return ((out - target) ** 2)[scored].sum(), int(scored.sum())
 
-    def step(self) -> float:
-        import torch
-
-        epoch, index = divmod(self.state["step"], self.steps_per_epoch)
-        order = np.random.default_rng([self.cfg.seed, epoch]).permutation(len(self.targets.train))
-        picked = order[index * self.cfg.batch_size : (index + 1) * self.cfg.batch_size]
-        torch.manual_seed(self.cfg.seed * 1_000_003 + self.state["step"])  # dropout: the same after a resume
+    def step(self, index: int) -> dict[str, float]:
+        picked = epoch_indices(index, len(self.targets.train), self.cfg.batch_size, self.cfg.seed)
         total, count = self.squared_errors([self.targets.train[i] for i in picked])
         loss = total / count
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        self.state["step"] += 1
-        return float(loss.detach())
+        optimise(self, loss, clip=None)
+        return {"train_mse": float(loss.detach())}
 
     def evaluate(self) -> dict[str, float]:
         """Dev MSE (standardised units) and the student's PLL against the teacher's on the dev split."""
         import torch
 
         dev = self.targets.dev
-        self.model.eval()
         with torch.inference_mode():
             errors = [self.squared_errors(dev[i : i + 64]) for i in range(0, len(dev), 64)]
-        scorer = Engine(progress=False).bind(StudentScorer(self.cfg.out_dir, device=self.device,
-                                                           loaded=(self.tokenizer, self.model)))
-        predicted = np.array(scorer.score([t for t, _ in dev]))
-        self.model.train()
+        predicted = np.array(dev_scorer(self.cfg, self.tokenizer, self.model, self.device).score([t for t, _ in dev]))
         teacher = np.array([t.sum() for _, t in dev])
         return {"dev_mse": float(sum(e for e, _ in errors)) / sum(n for _, n in errors),
                 "dev_pearson": float(np.corrcoef(predicted, teacher)[0, 1]),
                 "dev_mae": float(np.abs(predicted - teacher).mean())}
 
-    def record(self, train_loss: float) -> dict[str, Any]:
-        """Evaluate, log a point of the curve, keep the best checkpoint by dev MSE, count stale evaluations."""
-        entry = {"step": self.state["step"], "epoch": self.state["step"] / self.steps_per_epoch,
-                 "train_mse": train_loss, **self.evaluate()}
-        self.state["curve"].append(entry)
-        if entry["dev_mse"] < self.state["best_dev_mse"]:
-            self.state.update(best_dev_mse=entry["dev_mse"], best_step=self.state["step"], stale=0)
-            save_checkpoint(self.out, "student", self.model, self.tokenizer, self.state)
-        else:
-            self.state["stale"] += 1
-        save_checkpoint(self.out, "last", self.model, self.tokenizer, self.state,
-                        {"optimizer": self.optimizer.state_dict()})
-        return entry
-
-    @property
-    def finished(self) -> bool:
-        return (self.state["step"] >= self.cfg.epochs * self.steps_per_epoch
-                or self.state["stale"] >= self.cfg.patience)
-
-    def run(self) -> dict[str, Any]:
-        self.model.train()
-        start = time.perf_counter()
-        if not self.state["curve"]:
-            self.record(math.nan)
-        losses: list[float] = []
-        total = self.cfg.epochs * self.steps_per_epoch
-        with tqdm(total=total, initial=self.state["step"], desc="distill", unit="step",
-                  disable=None if self.cfg.progress is None else not self.cfg.progress) as bar:
-            while not self.finished and time.perf_counter() - start < self.cfg.max_seconds:
-                losses.append(self.step())
-                bar.update(1)
-                if self.state["step"] % self.cfg.eval_every == 0 or self.state["step"] == total:
-                    entry = self.record(float(np.mean(losses)))
-                    bar.set_postfix(dev_mse=f"{entry['dev_mse']:.3f}", r=f"{entry['dev_pearson']:.3f}")
-                    losses = []
-        if losses:
-            self.record(float(np.mean(losses)))
-        return self.state
+    def counters(self, step: int) -> dict[str, float]:
+        return {"epoch": step / self.steps_per_epoch}
 
 
 def distill(cfg: DistillConfig) -> dict[str, Any]:
     """Train (or resume training) a student; ``out_dir/student`` is the best checkpoint so far."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     options = {k: v for k, v in asdict(cfg).items() if k != "texts"}
-    write_text(out / "config.json", json.dumps({**options, "texts": len(cfg.texts)}, indent=1, default=str) + "\n")
-    distiller = Distiller(cfg)
-    state = distiller.run()
-    return {**state, "train_texts": len(distiller.targets.train), "dev_texts": len(distiller.targets.dev),
-            "student": str(out / "student"), **{k: v for k, v in distiller.info.items() if k != "level"}}
+    out = start_run(cfg.out_dir, {**options, "texts": len(cfg.texts)})
+    objective = Distillation(cfg)
+    limits = Limits(steps=cfg.epochs * objective.steps_per_epoch, eval_every=cfg.eval_every,
+                    max_seconds=cfg.max_seconds, patience=cfg.patience, record_at_stop=True)
+    state = train(objective, limits, out, cfg.progress)
+    return {**state, "train_texts": len(objective.targets.train), "dev_texts": len(objective.targets.dev),
+            "student": str(out / "student"), **{k: v for k, v in objective.info.items() if k != "level"}}

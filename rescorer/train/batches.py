@@ -1,0 +1,34 @@
+"""Training batches: which examples a step sees (a pure function of the step, so a resumed run sees the same
+batches) and token-id rows padded into arrays."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+
+def stream_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
+    """Examples of batch ``step`` when batches run through a stream of epochs, each a permutation seeded by
+    ``seed + epoch`` (a batch is cut short at the end of an epoch)."""
+    epoch, start = divmod(step * size, n)
+    order = np.random.default_rng(seed + epoch).permutation(n)
+    return order[start : start + size]
+
+
+def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
+    """Examples of batch ``step`` when every epoch has ``ceil(n / size)`` batches of a permutation seeded by
+    ``[seed, epoch]`` (the last one short)."""
+    epoch, index = divmod(step, math.ceil(n / size))
+    order = np.random.default_rng([seed, epoch]).permutation(n)
+    return order[index * size : (index + 1) * size]
+
+
+def pad(rows: Sequence[Sequence[int]], value: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` right-padded with ``value`` into an int64 array, and the mask of real entries."""
+    lengths = np.array([len(r) for r in rows])
+    width = int(lengths.max(initial=0))
+    out = np.full((len(rows), width), value, dtype=np.int64)
+    for r, row in enumerate(rows):
+        out[r, : len(row)] = row
+    return out, np.arange(width)[None, :] < lengths[:, None]
