@@ -71,15 +71,15 @@ def test_pll_equals_naive_loop(tiny_models, arch, variant):
 def test_head_at_mask_equals_full_logits(tiny_models, arch):
     fast = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False)
     full = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False, head_at_mask=False)
-    assert fast.head is not None and full.head is None
-    assert fast.encoder_at.fast == (arch in ("bert", "roberta", "electra"))  # last layer only at the mask
+    assert fast.adapter.head is not None and full.adapter.head is None
+    assert fast.adapter.encoder_at.fast == (arch in ("bert", "roberta", "electra"))  # last layer only at the mask
     np.testing.assert_allclose(fast.score(TEXTS), full.score(TEXTS), atol=1e-4)
 
 
 def test_last_layer_at_mask_equals_the_whole_last_layer(tiny_models):
     whole = load_scorer("pll", str(tiny_models["bert"]), progress=False, last_layer_at_mask=False)
     fast = load_scorer("pll", str(tiny_models["bert"]), progress=False)
-    assert fast.encoder_at.fast and not whole.encoder_at.fast
+    assert fast.adapter.encoder_at.fast and not whole.adapter.encoder_at.fast
     np.testing.assert_allclose(fast.token_scores(TEXTS[0:2])[0], whole.token_scores(TEXTS[0:2])[0], atol=1e-5)
 
 

@@ -127,7 +127,7 @@ class Scorer(ABC):
 def pad_rows(sequences: Sequence[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Right-padded ``[rows, longest]`` ids, the lengths, and the attention mask (None when nothing is padded)."""
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
-    width = int(lengths.max())
+    width = int(lengths.max(initial=0))
     ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
     for b, s in enumerate(sequences):
         ids[b, : len(s)] = s

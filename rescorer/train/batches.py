@@ -7,6 +7,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..scorers.base import pad_rows
+
 
 def stream_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
     """Examples of batch ``step`` when batches run through a stream of epochs, each a permutation seeded by
@@ -25,10 +27,7 @@ def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
 
 
 def pad(rows: Sequence[Sequence[int]], value: int) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` right-padded with ``value`` into an int64 array, and the mask of real entries."""
-    lengths = np.array([len(r) for r in rows])
-    width = int(lengths.max(initial=0))
-    out = np.full((len(rows), width), value, dtype=np.int64)
-    for r, row in enumerate(rows):
-        out[r, : len(row)] = row
-    return out, np.arange(width)[None, :] < lengths[:, None]
+    """``rows`` right-padded with ``value`` into an int64 array (the scorers' ``pad_rows``), and the mask of real
+    entries."""
+    ids, lengths, _ = pad_rows([np.asarray(r, dtype=np.int64) for r in rows], value)
+    return ids, np.arange(ids.shape[1])[None, :] < lengths[:, None]
