@@ -1,8 +1,9 @@
 """total(h) = Σ_k w_k · s_k(h) / lp_k(h) + β·|h|_words (spec §3), vectorised over [utterances × N × columns]."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from numbers import Real
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -10,6 +11,7 @@ from ..errors import ConfigError
 from ..types import NBest
 
 PENALTIES = ("none", "gnmt", "tokens")
+MAX_GRID = 10_000_000  # weights one column may be searched over
 WORD_COUNT_COLUMN = "words"  # the pseudo-column |h|_words: its weight is the word bonus β
 
 
@@ -23,17 +25,39 @@ class Column:
     range: tuple[float, float] = (0.0, 1.0)
     step: float = 0.1
 
+    @classmethod
+    def of(cls, name: str, spec: Mapping[str, Any] | None) -> "Column":
+        """From a config entry (``task.columns.<name>``); an unknown key is an error naming the known ones."""
+        known = {f.name for f in fields(cls)} - {"name"}
+        unknown = sorted(set(spec or {}) - known)
+        if unknown:
+            raise ConfigError(f"column {name}: unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
+        return cls(name, **{k: tuple(v) if k == "range" and isinstance(v, list) else v for k, v in (spec or {}).items()})
+
     def __post_init__(self) -> None:
         if self.penalty not in PENALTIES:
             raise ConfigError(f"column {self.name}: penalty must be one of {', '.join(PENALTIES)}, not {self.penalty!r}")
+        numbers = [self.alpha, self.step, *(self.range if isinstance(self.range, (tuple, list)) else [None])]
+        if not isinstance(self.range, (tuple, list)) or len(self.range) != 2 or not all(
+                isinstance(x, Real) and not isinstance(x, bool) and np.isfinite(x) for x in numbers):
+            raise ConfigError(f"column {self.name}: range must be two numbers and step, alpha numbers, "
+                              f"got range={self.range!r} step={self.step!r} alpha={self.alpha!r}")
         lo, hi = self.range
         if not (self.step > 0 and hi >= lo):
             raise ConfigError(f"column {self.name}: need range lo ≤ hi and step > 0, got {self.range} step {self.step}")
 
     @property
-    def grid(self) -> np.ndarray:
+    def size(self) -> int:
+        """How many weights the grid holds (counted, not built)."""
         lo, hi = self.range
-        return np.round(lo + self.step * np.arange(int(round((hi - lo) / self.step)) + 1), 10)
+        return int(round((hi - lo) / self.step)) + 1
+
+    @property
+    def grid(self) -> np.ndarray:
+        if self.size > MAX_GRID:
+            raise ConfigError(f"column {self.name}: range {self.range} in steps of {self.step} is {self.size:,} "
+                              f"weights (at most {MAX_GRID:,})")
+        return np.round(self.range[0] + self.step * np.arange(self.size), 10)
 
     def penalise(self, scores: np.ndarray, hyp_lengths: np.ndarray) -> np.ndarray:
         """``scores`` divided by this column's length penalty of ``hyp_lengths`` (tokens or words per hypothesis)."""

@@ -8,17 +8,20 @@ Both pick the best dev metric and break ties towards the largest weights.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..metrics import NBestStats
 from ..types import NBest
 from .interpolate import Column, Features, best_ranks
 
 BLOCK_CELLS = 4_000_000  # settings × utterances × N evaluated at once
+MAX_SETTINGS = 10_000_000  # a grid larger than this is refused before it is built
 
 
 @dataclass
@@ -38,6 +41,11 @@ def weight_grid(columns: Sequence[Column]) -> np.ndarray:
     """Every combination of the columns' grids: ``[settings, len(columns)]``."""
     if not columns:
         return np.zeros((1, 0))
+    sizes = [c.size for c in columns]
+    if math.prod(sizes) > MAX_SETTINGS:
+        shown = " × ".join(f"{c.name} {c.size:,}" for c in columns)
+        raise ConfigError(f"a grid of {shown} = {math.prod(sizes):,} settings is too many to "
+                          f"try (at most {MAX_SETTINGS:,}): use wider steps, narrower ranges or search=fast")
     return np.array(list(itertools.product(*(c.grid for c in columns))), dtype=float)
 
 
@@ -112,6 +120,4 @@ def search_weights(method: str, nbest: NBest, features: Features, stats: NBestSt
         return grid_search(nbest, features, stats, columns)
     if method == "fast":
         return fast_search(features, stats, columns, **options)
-    from ..errors import ConfigError
-
     raise ConfigError(f"unknown search {method!r} (choose grid or fast)")

@@ -16,6 +16,7 @@ import numpy as np
 from ..combine import Column, Features, SearchResult, search_weights, totals
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
+from ..errors import ConfigError
 from ..metrics import Metric, NBestStats, paired_bootstrap
 from ..plots import weight_plot
 from ..report import write_report
@@ -95,6 +96,11 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
     """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report."""
     columns = list(columns) if columns else default_columns(list(scorers))
     dev = tuning_set(list(sets), tune_on)
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+        raise ConfigError(f"task.bootstrap must be a positive number of resamples, not {bootstrap!r}")
+    empty = [name for name, nbest in sets.items() if not len(nbest)]
+    if empty:
+        raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
     result = tune(prepared[dev], columns, search)
     weights = np.array([result.weights[c.name] for c in columns])

@@ -13,6 +13,6 @@ def run(cfg: Any) -> dict[str, Any]:
     corpus = data_of(cfg)
     sets, metric = read_sets(corpus)
     tuned = task.get("columns")
-    columns = [Column(name, **(spec or {})) for name, spec in tuned.items()] if tuned else None
-    return rescore(sets, scorers_of(cfg), metric, cfg.out_dir, Column(**task["base"]), columns, plain(cfg.search),
+    columns = [Column.of(name, spec) for name, spec in tuned.items()] if tuned else None
+    return rescore(sets, scorers_of(cfg), metric, cfg.out_dir, Column.of(task["base"].get("name", "score"), {k: v for k, v in task["base"].items() if k != "name"}), columns, plain(cfg.search),
                    task.get("tune_on"), task.get("bootstrap", 1000), task.get("seed", 0), data=corpus.name)

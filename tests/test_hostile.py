@@ -1,0 +1,103 @@
+"""Hostile command lines: each bad value gets one stderr line naming it, exit status 2, no traceback, and leaves
+no output behind (issue 16 #7, #8, #9, #10)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import DEMO, needs_minilm
+
+RESCORER = [sys.executable, "-m", "rescorer.cli"]
+# A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
+BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=10", "++data.sets.test_clean.every=10",
+        "task.bootstrap=50", "engine.progress=false"]
+CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
+
+
+def run(tmp_path: Path, *overrides: str, out: str | None = None) -> subprocess.CompletedProcess:
+    out = out or str(tmp_path / "out")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([*RESCORER, *BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line_exit_2(result: subprocess.CompletedProcess, *expected: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("rescorer: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for part in expected:
+        assert part in lines[0], lines[0]
+
+
+CASES = {
+    "misspelt key in a column": (["task.columns={ctc: {rnage: [0, 1]}}"], ["column ctc", "'rnage'", "range"]),
+    "weight as a string": (["task.columns={ctc: {range: [a, 1]}}"], ["column ctc", "range=('a', 1)"]),
+    "step as a string": (["task.columns={ctc: {step: x}}"], ["column ctc", "step='x'"]),
+    "budget not a number": ([CTC, "engine.budget=abc"], ["engine.budget", "'abc'"]),
+    "negative bootstrap": ([CTC, "task.bootstrap=-5"], ["task.bootstrap", "-5"]),
+    "a grid of 10^18 settings": (["task.columns={ctc: {range: [0, 1e18], step: 1}}"], ["ctc", "settings"]),
+    "a dev set with no utterances": ([CTC, "++data.sets.dev_other.start=100000"], ["dev_other", "no utterances"]),
+    "unset environment variable": ([CTC, "++task.tune_on=${oc.env:RESCORER_NO_SUCH_VARIABLE}"],
+                                   ["RESCORER_NO_SUCH_VARIABLE"]),
+    "task.name=os": (["task.name=os"], ["task.name='os'"]),
+    "misspelt task key": (["+task.colums={ctc: {}}"], ["'colums'", "columns"]),
+    "missing N-best path": ([CTC, "data.sets.dev_other.nbest=/no/such/dir"], ["data.sets.dev_other.nbest", "/no/such/dir"]),
+    "bad scorer variant": ([CTC, "scorer=[pll]", "scorer.pll.variant=random"], ["variant", "'random'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_values_get_one_line_and_exit_2_and_leave_nothing(case, tmp_path):
+    overrides, expected = CASES[case]
+    result = run(tmp_path, *overrides)
+    assert_one_line_exit_2(result, *expected)
+    assert not (tmp_path / "out").exists()
+
+
+def test_out_dir_under_a_file_or_in_proc(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    assert_one_line_exit_2(run(tmp_path, CTC, out=str(tmp_path / "afile" / "sub")), "out_dir=", "afile")
+    assert_one_line_exit_2(run(tmp_path, CTC, out="/proc/rescorer-test"), "out_dir=/proc/rescorer-test")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_failed_run_leaves_a_reused_out_dir_as_it_was(tmp_path):
+    good = run(tmp_path, CTC)
+    assert good.returncode == 0, good.stderr
+    before = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert_one_line_exit_2(run(tmp_path, "task.columns={ctc: {range: [0, 1], step: 0.5}, nosuch: {}}"), "nosuch")
+    assert {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_out_dir_that_is_not_a_rescorer_run_is_refused(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "thesis.tex").write_text("mine")
+    assert_one_line_exit_2(run(tmp_path, CTC), "out_dir=", "report.json")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["thesis.tex"]
+
+
+@needs_minilm
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([*RESCORER, *BASE, "scorer=[pll]", "++data.sets.dev_other.every=1",
+                             f"out_dir={tmp_path}/out", f"engine.store={tmp_path}/s.sqlite"],
+                            cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (tmp_path / "s.sqlite").exists():
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "interrupted" in lines[0] and "resume" in lines[0], stderr
+    assert not (tmp_path / "out").exists()
+    assert DEMO.exists()
