@@ -1,6 +1,8 @@
 """Scorers are exact: every PLL variant equals a naive per-copy loop, and minicons where it has the variant."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -195,3 +197,19 @@ def test_issue16_1_an_empty_hypothesis_never_wins_because_it_had_nothing_to_scor
     pll = load_scorer("pll", str(tiny_models["bert"]), progress=False)
     assert pll.score(["", "A CAT"])[0] == float("-inf")
     assert pll.perplexity(["", "A CAT"]).tokens == len(pll.token_scores(["A CAT"])[0])
+
+
+def test_issue16_12_a_misspelt_local_path_is_an_error_at_once(tmp_path, monkeypatch):
+    from rescorer.scorers.loading import looks_like_hub_name
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    start = time.perf_counter()
+    with pytest.raises(ScorerError, match="'models/gtp2': no such file or directory"):
+        load_scorer("ll", "models/gtp2")
+    with pytest.raises(ScorerError, match="no such file"):
+        load_scorer("pll", "./bert-base")
+    assert time.perf_counter() - start < 5
+    assert looks_like_hub_name("openai-community/gpt2") and looks_like_hub_name("gpt2")
+    assert not looks_like_hub_name("models/gtp2") and not looks_like_hub_name("/abs/path")

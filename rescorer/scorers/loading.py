@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,14 @@ def offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
+def looks_like_hub_name(name: str) -> bool:
+    """``org/name`` or ``name`` as the Hugging Face hub spells them, and not a path into a local directory
+    (``models/gtp2`` where ``models/`` exists is a misspelt local path, not a hub name)."""
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?", name) or name.endswith((".gguf", ".bin")):
+        return False
+    return "/" not in name or not Path(name.split("/")[0]).exists()
+
+
 def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
                     trust_remote_code: bool = False) -> tuple[Any, Any]:
     """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name."""
@@ -56,6 +65,8 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
         kwargs["revision"] = revision
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
+    if not path.exists() and not looks_like_hub_name(name):
+        raise ScorerError(f"model {name!r}: no such file or directory (and not a hub name)")
     source = str(path) if path.exists() else name
     if path.exists() or offline():
         kwargs["local_files_only"] = True
