@@ -2,6 +2,7 @@
 no output behind (issue 16 #7, #8, #9, #10)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -101,3 +102,18 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     assert len(lines) == 1 and "interrupted" in lines[0] and "resume" in lines[0], stderr
     assert not (tmp_path / "out").exists()
     assert DEMO.exists()
+
+
+def test_issue16_13_the_readmes_own_data_command_works_as_written(tmp_path):
+    """README: `rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=DEV_REFS
+    data.sets.test.nbest=TEST data.sets.test.refs=TEST_REFS`."""
+    sets = {name: DEMO / part for name, part in (("dev", "dev_other"), ("test", "test_clean"))}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([*RESCORER, "task=rescore", "data=own", "scorer=[]", CTC, "task.bootstrap=50",
+                             *(f"data.sets.{n}.nbest={p}" for n, p in sets.items()),
+                             *(f"data.sets.{n}.refs={p}/ref.trn" for n, p in sets.items()),
+                             f"out_dir={tmp_path}/out", f"engine.store={tmp_path}/s.sqlite"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["tuned_on"] == "dev" and set(report["sets"]) == {"dev", "test"}

@@ -1,7 +1,7 @@
 """Named N-best sets of an experiment (what ``conf/data/*.yaml`` instantiates)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -48,9 +48,16 @@ class Corpus:
     root: str | None = None  # the base directory the set paths were built from (informational)
 
     def __post_init__(self) -> None:
-        if not self.sets:
-            raise ConfigError(f"data '{self.name}' lists no sets")
-        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in self.sets.items() if v is not None}
+        given = {k: v for k, v in (self.sets or {}).items()
+                 if v is not None and (isinstance(v, NBestSet) or v.get("nbest") is not None)}
+        if not given:
+            raise ConfigError(f"data '{self.name}' lists no sets (give one: data.sets.<name>.nbest=PATH)")
+        known = {f.name for f in fields(NBestSet)}
+        for name, spec in given.items():
+            unknown = sorted(set(spec) - known) if isinstance(spec, Mapping) else []
+            if unknown:
+                raise ConfigError(f"data.sets.{name}: unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
+        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in given.items()}
         for name, spec in self.sets.items():
             if not Path(spec.nbest).exists():
                 raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")
