@@ -207,8 +207,8 @@ class Judge:
                  comparative: Sequence[str] = COMPARATIVE_TEMPLATES, yes_no: Sequence[Prompt] = YES_NO_PROMPTS,
                  ab: Sequence[Prompt] = AB_PROMPTS, alpha: float = ALPHA, style: str = "auto", seed: int = 0):
         self.scorer, self.pairs, self.alpha, self.seed = scorer, list(pairs), alpha, seed
-        self.good = scorer.scored_texts([p.good for p in self.pairs])
-        self.bad = scorer.scored_texts([p.bad for p in self.pairs])
+        self.good = scorer.normalise([p.good for p in self.pairs])
+        self.bad = scorer.normalise([p.bad for p in self.pairs])
         self.templates, self.comparative = list(templates), list(comparative)
         self.yes_no_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in yes_no]
         self.ab_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in ab]
