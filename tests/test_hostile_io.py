@@ -31,6 +31,55 @@ def one_line(err: Exception) -> str:
     return message
 
 
+# ---------------------------------------------------------------- #2 model fingerprint
+def make_model(root: Path) -> Path:
+    model = root / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "toy"}\n')
+    (model / "model.safetensors").write_bytes(os.urandom(4 << 20))
+    return model
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESCORER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_issue16_2_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
+    from rescorer.scorers.loading import fingerprint
+
+    model = make_model(tmp_path)
+    before = fingerprint(str(model), None)
+    weights = model / "model.safetensors"
+    info = weights.stat()
+    with weights.open("r+b") as handle:  # same size, same first and last MiB
+        handle.seek(info.st_size // 2)
+        byte = handle.read(1)
+        handle.seek(info.st_size // 2)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(weights, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))  # a later write
+    assert weights.stat().st_size == info.st_size
+    assert fingerprint(str(model), None) != before
+
+
+def test_issue16_2_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
+    from rescorer import filehash
+    from rescorer.scorers.loading import fingerprint
+
+    calls = []
+    real = filehash._hash_file
+    monkeypatch.setattr(filehash, "_hash_file", lambda path: calls.append(path) or real(path))
+    model = make_model(tmp_path)
+    first = fingerprint(str(model), None)
+    assert len(calls) == 2 and (cache / filehash.CACHE_NAME).is_file()
+    assert fingerprint(str(model), None) == first
+    assert len(calls) == 2  # second load: nothing re-read
+    (model / "config.json").write_text('{"model_type": "toy2"}\n')
+    assert fingerprint(str(model), None) != first
+    assert len(calls) == 3  # only the changed file
+
+
 # ---------------------------------------------------------------- #16 output modes follow the umask
 @contextmanager
 def umask(mask: int):
