@@ -80,6 +80,25 @@ def test_issue16_2_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     assert len(calls) == 3  # only the changed file
 
 
+# ---------------------------------------------------------------- #15 a missing base column, located
+def test_issue16_15_missing_base_column_names_the_utterance_and_line(tmp_path):
+    path = tmp_path / "nbest.jsonl"
+    path.write_text(lines('{"id": "u1", "hyps": [{"text": "a", "scores": {"score": -1.0, "lm": -2.0}}]}',
+                          '{"id": "u2", "hyps": [{"text": "b", "scores": {"lm": -3.0, "am": -1.0}}]}'))
+    with pytest.raises(ConfigError) as info:
+        Features.of(read_nbest(path), Column("score"), [Column("lm")])
+    assert re.search(r"nbest\.jsonl:2: utterance 'u2' \(hypothesis 1\) has no score column 'score'; it has lm, am",
+                     one_line(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("rel", [pytest.param(p.values[0], id=p.id) for p in FIXTURES])
+def test_issue16_15_every_reader_records_file_and_line(rel):
+    for utt in read(rel):
+        file, _, line = utt.origin.rpartition(":")
+        assert Path(file).is_file() and line.isdigit(), utt.origin
+        assert 1 <= int(line) <= len(Path(file).read_text(encoding="utf-8").split("\n"))
+
+
 # ---------------------------------------------------------------- #16 output modes follow the umask
 @contextmanager
 def umask(mask: int):

@@ -74,8 +74,10 @@ def _column(nbest: NBest, name: str) -> np.ndarray:
     try:
         return np.array([h.scores[name] for u in nbest for h in u.hyps], dtype=float)
     except KeyError:
-        raise ConfigError(f"{nbest.source}: no score column {name!r} (it has {', '.join(nbest.columns) or 'none'};"
-                          f" LM columns come from scorer=...)") from None
+        utt, k, hyp = next((u, k, h) for u in nbest for k, h in enumerate(u.hyps, 1) if name not in h.scores)
+        where = utt.origin or nbest.source
+        raise ConfigError(f"{where}: utterance {utt.id!r} (hypothesis {k}) has no score column {name!r}; it has "
+                          f"{', '.join(hyp.scores) or 'none'} (LM columns come from scorer=...)") from None
 
 
 def totals(features: Features, weights: np.ndarray) -> np.ndarray:
