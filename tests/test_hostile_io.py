@@ -80,6 +80,32 @@ def test_issue16_2_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     assert len(calls) == 3  # only the changed file
 
 
+# ---------------------------------------------------------------- #11 tabs in ESPnet/Kaldi key files
+def test_issue16_11_espnet2_text_and_score_accept_tabs(tmp_path):
+    rank = tmp_path / "dec" / "1best_recog"
+    rank.mkdir(parents=True)
+    (rank / "text").write_text(lines("utt1\tHELLO WORLD", "utt2 GOOD\tBYE"))
+    (rank / "score").write_text(lines("utt1\ttensor(-1.5)", "utt2\t-2.5"))
+    nbest = read_nbest(tmp_path / "dec", "espnet2")
+    assert [(u.id, u.hyps[0].text, u.hyps[0].scores["score"]) for u in nbest] == [
+        ("utt1", "HELLO WORLD", -1.5), ("utt2", "GOOD\tBYE", -2.5)]
+
+
+def test_issue16_11_kaldi_text_references_accept_tabs(tmp_path):
+    (tmp_path / "ref").write_text(lines("1089-134686-0001\tSTUFF IT", "1089-134691-0000\tHE COULD"))
+    nbest = read("kaldi/nbest", refs=tmp_path / "ref")
+    assert [u.ref for u in nbest] == ["STUFF IT", "HE COULD"]
+
+
+def test_issue16_11_score_without_value_says_so(tmp_path):
+    rank = tmp_path / "dec" / "1best_recog"
+    rank.mkdir(parents=True)
+    (rank / "text").write_text(lines("utt1 A", "utt2 B"))
+    (rank / "score").write_text(lines("utt1\t-1.5", "utt2\t"))
+    with pytest.raises(NBestFormatError, match=r"score:2: truncated line \(no value after the utterance id\)"):
+        read_nbest(tmp_path / "dec", "espnet2")
+
+
 # ---------------------------------------------------------------- #15 a missing base column, located
 def test_issue16_15_missing_base_column_names_the_utterance_and_line(tmp_path):
     path = tmp_path / "nbest.jsonl"

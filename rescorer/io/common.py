@@ -118,6 +118,12 @@ def native_value(hyp: Hypothesis, column: str | None, from_log: Callable[[float]
     return raw if raw is not None else format_number(from_log(hyp.scores[column]))
 
 
+def split_key(line: str) -> tuple[str, str]:
+    """``key<space or tab>value`` → (key, value), as Kaldi and ESPnet read it (``line.split(maxsplit=1)``)."""
+    parts = line.split(maxsplit=1)
+    return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+
+
 _UMASK_LOCK = threading.Lock()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
 from .common import (atomic_dir, find_key, format_number, load_json, main_column, native_value, parse_score,
-                     read_lines, read_text, require_ranks, write_text)
+                     read_lines, read_text, require_ranks, split_key, write_text)
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")
@@ -27,12 +27,13 @@ def _job_roots(path: Path) -> list[Path]:
 
 
 def _read_kv(path: Path, required_value: bool) -> dict[str, tuple[str, int]]:
-    """``key value`` lines → {key: (value, line)}; a duplicate key is an error."""
+    """``key<space or tab>value`` lines (ESPnet reads them with ``split(maxsplit=1)``) → {key: (value, line)};
+    a duplicate key is an error."""
     out: dict[str, tuple[str, int]] = {}
     for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
             raise NBestFormatError(path, number, "blank line")
-        key, _, value = line.partition(" ")
+        key, value = split_key(line)
         if required_value and not value.strip():
             raise NBestFormatError(path, number, "truncated line (no value after the utterance id)", line)
         if key in out:

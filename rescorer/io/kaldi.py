@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, native_value, parse_score, read_lines, require_ranks
+from .common import atomic_dir, native_value, parse_score, read_lines, require_ranks, split_key
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
 WORDS = "words_text"
@@ -42,7 +42,7 @@ def read(path: str | Path) -> NBest:
     order: dict[str, list[tuple[int, str, int]]] = {}
     keys: dict[str, int] = {}
     for number, line in enumerate(read_lines(words), 1):
-        key, _, text = line.partition(" ")
+        key, text = split_key(line)
         if key in keys:
             raise NBestFormatError(words, number, "duplicate key", key)
         keys[key] = number
@@ -52,7 +52,7 @@ def read(path: str | Path) -> NBest:
     for column, file in _cost_files(path).items():
         values = {}
         for number, line in enumerate(read_lines(file), 1):
-            key, _, raw = line.partition(" ")
+            key, raw = split_key(line)
             if key not in keys:
                 raise NBestFormatError(file, number, f"key not in {WORDS}", key)
             if not raw.strip():

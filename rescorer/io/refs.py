@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import NBest
-from .common import load_json, read_lines
+from .common import load_json, read_lines, split_key
 
 _TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
 REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
@@ -29,7 +29,7 @@ def read_refs(path: str | Path, fmt: str = "auto", ids: set[str] | None = None) 
                 raise NBestFormatError(path, number, "not a .trn line 'text (id)'", line)
             rows.append((match.group(2), " ".join(match.group(1).split()), number))
         elif fmt == "kaldi":
-            key, _, text = line.partition(" ")
+            key, text = split_key(line)
             if not key:
                 raise NBestFormatError(path, number, "blank line in a Kaldi text file")
             rows.append((key, " ".join(text.split()), number))
@@ -52,7 +52,7 @@ def _detect(path: Path, lines: list[str], ids: set[str]) -> str:
         return "trn"
     if path.suffix in (".json", ".jsonl") or sample and sample[0].lstrip().startswith("{"):
         return "manifest"
-    if ids and sample and 2 * sum(line.partition(" ")[0] in ids for line in sample) >= len(sample):
+    if ids and sample and 2 * sum(split_key(line)[0] in ids for line in sample) >= len(sample):
         return "kaldi"
     return "lines"
 
