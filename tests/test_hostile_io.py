@@ -106,6 +106,28 @@ def test_issue16_11_score_without_value_says_so(tmp_path):
         read_nbest(tmp_path / "dec", "espnet2")
 
 
+# ---------------------------------------------------------------- #14 ids of `id text` lines
+@pytest.mark.parametrize("bad", ["u2 with space", "u2\twith", "u2\u00a0nbsp", "u2\r", ""])
+def test_issue16_14_one_shared_id_check(tmp_path, bad):
+    from rescorer.io.common import check_line_id, id_lines
+
+    with pytest.raises(NBestFormatError) as info:
+        check_line_id(bad, tmp_path / "1best.txt")
+    assert repr(bad) in one_line(info.value) and "1best.txt" in str(info.value)
+    with pytest.raises(NBestFormatError):
+        id_lines([("u1", "A B"), (bad, "HELLO WORLD")], tmp_path / "1best.txt")
+    assert id_lines([("u1", "A B"), ("u3", "")], tmp_path / "1best.txt") == "u1 A B\nu3 \n"
+
+
+@pytest.mark.parametrize("target", ["espnet2", "kaldi"])
+def test_issue16_14_id_text_writers_refuse_any_whitespace(tmp_path, target):
+    nbest = NBest((Utterance("u2\u00a0x", (Hypothesis("HELLO", {"score": -1.0}),)),), fmt="jsonl")
+    with pytest.raises(NBestFormatError, match="whitespace") as info:
+        write_nbest(nbest, tmp_path / "out", target)
+    assert "'u2\\xa0x'" in one_line(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---------------------------------------------------------------- #15 a missing base column, located
 def test_issue16_15_missing_base_column_names_the_utterance_and_line(tmp_path):
     path = tmp_path / "nbest.jsonl"

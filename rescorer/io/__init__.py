@@ -9,7 +9,7 @@ from typing import Callable
 from ..errors import NBestFormatError
 from ..types import NBest
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
-from .common import load_json, read_text
+from .common import check_line_id, load_json, read_text
 from .refs import attach_refs, read_refs
 
 READERS: dict[str, Callable[..., NBest]] = {
@@ -112,7 +112,9 @@ def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
     """Refuse (before writing anything) ids or texts that the format's lines cannot hold."""
     id_chars, text_chars = _FORBIDDEN.get(fmt, ("", ""))
     for utt in nbest:
-        if any(c in utt.id for c in id_chars) or not utt.id and id_chars:
+        if fmt in ("espnet2", "kaldi"):  # `id text` lines: the one shared rule
+            check_line_id(utt.id, path, f"{fmt} utterance id")
+        elif any(c in utt.id for c in id_chars) or not utt.id and id_chars:
             raise NBestFormatError(path, None, f"utterance id cannot be written as {fmt}", utt.id)
         for hyp in utt.hyps:
             if any(c in hyp.text for c in text_chars) or fmt in ("moses", "marian") and "|||" in hyp.text:

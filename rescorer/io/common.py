@@ -1,4 +1,4 @@
-"""Shared pieces of every reader and writer: strict decoding, score parsing, atomic output."""
+"""Shared pieces of every reader and writer: strict decoding, score parsing, ids, atomic output."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis
@@ -122,6 +122,19 @@ def split_key(line: str) -> tuple[str, str]:
     """``key<space or tab>value`` → (key, value), as Kaldi and ESPnet read it (``line.split(maxsplit=1)``)."""
     parts = line.split(maxsplit=1)
     return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+
+
+def check_line_id(utt_id: str, path: str | os.PathLike, what: str = "utterance id") -> str:
+    """``utt_id`` if an ``id text`` line can hold it (not empty, no whitespace at all), else a one-line error."""
+    if not utt_id or any(c.isspace() for c in utt_id):
+        problem = "is empty" if not utt_id else "contains whitespace"
+        raise NBestFormatError(path, None, f"{what} {problem}, so an 'id text' line cannot hold it", utt_id)
+    return utt_id
+
+
+def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
+    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id checked first."""
+    return "".join(f"{check_line_id(key, path)} {value}\n" for key, value in rows)
 
 
 _UMASK_LOCK = threading.Lock()

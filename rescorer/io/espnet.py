@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (atomic_dir, find_key, format_number, load_json, main_column, native_value, parse_score,
-                     read_lines, read_text, require_ranks, split_key, write_text)
+from .common import (atomic_dir, find_key, format_number, id_lines, load_json, main_column, native_value,
+                     parse_score, read_lines, read_text, require_ranks, split_key, write_text)
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")
@@ -141,7 +141,7 @@ def write_espnet2(nbest: NBest, path: str | Path) -> None:
                 if all(value is None for _, value in rows):
                     continue
                 default = "{}" if name == "scores" else ""
-                body = "".join(f"{key} {default if value is None else value}\n" for key, value in rows)
+                body = id_lines(((key, default if value is None else value) for key, value in rows), path)
                 (rank_dir / name).write_text(body, encoding="utf-8")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, native_value, parse_score, read_lines, require_ranks, split_key
+from .common import atomic_dir, id_lines, native_value, parse_score, read_lines, require_ranks, split_key
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
 WORDS = "words_text"
@@ -82,13 +82,13 @@ def write(nbest: NBest, path: str | Path) -> None:
     """Write ``words_text`` and one cost file per column (named as Kaldi names them where known)."""
     file_of = {col: name for name, col in COST_FILES.items()}
     with atomic_dir(path) as tmp:
-        files: dict[str, list[str]] = {WORDS: []}
+        files: dict[str, list[tuple[str, str]]] = {WORDS: []}
         for utt in nbest:
             for rank, hyp in enumerate(utt.hyps, 1):
                 key = f"{utt.id}-{rank}"
-                files[WORDS].append(f"{key} {hyp.text}")
+                files[WORDS].append((key, hyp.text))
                 for column in hyp.scores:
                     cost = native_value(hyp, column, lambda v: -v)
-                    files.setdefault(file_of.get(column, f"{column}.cost"), []).append(f"{key} {cost}")
-        for name, lines in files.items():
-            (tmp / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+                    files.setdefault(file_of.get(column, f"{column}.cost"), []).append((key, cost))
+        for name, rows in files.items():
+            (tmp / name).write_text(id_lines(rows, path), encoding="utf-8")
