@@ -80,6 +80,28 @@ def test_issue16_2_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     assert len(calls) == 3  # only the changed file
 
 
+# ---------------------------------------------------------------- #3 Moses references by sentence id
+MOSES_OUT_OF_ORDER = lines("1 ||| the house is big ||| LM0= -3.5 ||| -1.5",
+                           "0 ||| this is a small house ||| LM0= -4.5 ||| -2.5")
+
+
+@pytest.mark.parametrize("fmt", ["moses", "marian"])
+def test_issue16_3_plain_references_attach_by_sentence_id(tmp_path, fmt):
+    (tmp_path / "nbest.txt").write_text(MOSES_OUT_OF_ORDER)
+    (tmp_path / "ref.txt").write_text(lines("ref of sentence zero", "ref of sentence one"))
+    nbest = read_nbest(tmp_path / "nbest.txt", fmt, refs=tmp_path / "ref.txt")
+    assert {u.id: u.ref for u in nbest} == {"0": "ref of sentence zero", "1": "ref of sentence one"}
+
+
+def test_issue16_3_sentence_id_without_a_reference_line_is_an_error(tmp_path):
+    (tmp_path / "nbest.txt").write_text(MOSES_OUT_OF_ORDER.replace("1 |||", "5 |||"))
+    (tmp_path / "ref.txt").write_text(lines("ref of sentence zero", "ref of sentence one"))
+    with pytest.raises(NBestFormatError) as info:
+        read_nbest(tmp_path / "nbest.txt", "moses", refs=tmp_path / "ref.txt")
+    message = one_line(info.value)
+    assert "nbest.txt:1:" in message and "'5'" in message and "ref.txt" in message
+
+
 # ---------------------------------------------------------------- #11 tabs in ESPnet/Kaldi key files
 def test_issue16_11_espnet2_text_and_score_accept_tabs(tmp_path):
     rank = tmp_path / "dec" / "1best_recog"
