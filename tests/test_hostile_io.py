@@ -102,6 +102,141 @@ def test_issue16_3_sentence_id_without_a_reference_line_is_an_error(tmp_path):
     assert "nbest.txt:1:" in message and "'5'" in message and "ref.txt" in message
 
 
+# ---------------------------------------------------------------- #5 conversions between formats
+SINGLE_SCORE = {"fairseq", "sockeye", "nemo", "mlm-scoring"}
+KEEPS_REFS = {"espnet1", "fairseq", "mlm-scoring", "jsonl"}
+
+
+def overall(scores: dict, target: str) -> str | None:
+    names = ("total", "score") if target in ("moses", "marian") else ("score", "total")
+    return next((n for n in names if n in scores), None)
+
+
+def kept(scores: dict, target: str) -> dict:
+    """The columns ``target`` reads back (see rescorer/io/target.py): all, or the overall one renamed."""
+    if target in ("jsonl", "kaldi"):
+        return dict(scores)
+    main = overall(scores, target)
+    name = "total" if target in ("moses", "marian") else "score"
+    if target in SINGLE_SCORE:
+        return {name: scores[main]}
+    return {name: scores[main], **{k: v for k, v in scores.items() if k != main}}
+
+
+def refusal(nbest: NBest, target: str) -> str | None:
+    """The error ``target`` must give for ``nbest``, in the order the writer checks."""
+    if target in ("fairseq", "moses", "marian") and not all(re.fullmatch(r"0|[1-9]\d*", u.id) for u in nbest):
+        return "sentence id must be a non-negative integer"
+    if target == "nemo" and len({len(u.hyps) for u in nbest}) > 1:
+        return "same number of beams"
+    if target not in ("jsonl", "kaldi") and any(overall(h.scores, target) is None for u in nbest for h in u.hyps):
+        return "no overall score"
+    return None
+
+
+@pytest.mark.parametrize("target", FORMATS)
+@pytest.mark.parametrize("rel", [pytest.param(p.values[0], id=p.id) for p in FIXTURES])
+def test_issue16_5_every_fixture_converts_to_every_format(tmp_path, rel, target):
+    """Write → read back keeps ids, texts and the columns the target holds, or refuses in one line."""
+    source = read(rel)
+    path = tmp_path / ("out" if target in ("espnet2", "kaldi") else f"out.{target}")
+    expected = refusal(source, target)
+    if expected:
+        with pytest.raises(NBestFormatError, match=expected) as info:
+            write_and_read(source, path, target)
+        assert str(path) in one_line(info.value)
+        assert not path.exists()
+        return
+    back = write_and_read(source, path, target)
+    assert sorted(u.id for u in back) == sorted(u.id for u in source)
+    if target not in ("fairseq", "mlm-scoring"):  # those two read back in id order
+        assert [u.id for u in back] == [u.id for u in source]
+    got = {u.id: u for u in back}
+    for utt in source:
+        assert [h.text for h in got[utt.id].hyps] == [h.text for h in utt.hyps]
+        if target in KEEPS_REFS and utt.ref is not None:
+            assert got[utt.id].ref == utt.ref
+        for h, g in zip(utt.hyps, got[utt.id].hyps):
+            want = kept(dict(h.scores), target)
+            assert g.scores.keys() == want.keys()
+            assert all(math.isclose(g.scores[k], v, rel_tol=1e-12, abs_tol=1e-12) for k, v in want.items()), \
+                (g.scores, want)
+
+
+
+@pytest.mark.parametrize("target", ["espnet1", "sockeye", "mlm-scoring"])
+def test_issue16_5_espnet2_tensor_scores_become_numbers(tmp_path, target):
+    back = write_and_read(read(ESPNET2), tmp_path / f"out.{target}", target)
+    assert [h.scores["score"] for h in back.utterances[0].hyps] == [-5.3164, -7.9025, -8.4410]
+    assert not any("tensor" in raw for u in back for h in u.hyps for raw in h.raw.values())
+
+
+def test_issue16_5_kaldi_writes_log_probs_as_costs(tmp_path):
+    back = write_and_read(read(ESPNET2), tmp_path / "out", "kaldi")
+    assert back.utterances[0].hyps[0].scores == {"score": -5.3164}
+    assert (tmp_path / "out" / "score.cost").read_text().startswith("1272-128104-0000-1 5.3164\n")
+
+
+def test_issue16_5_moses_to_espnet2_keeps_feature_names(tmp_path):
+    moses = read("moses/nbest.old-labels.txt")
+    back = write_and_read(moses, tmp_path / "out", "espnet2")
+    hyp, original = back.utterances[0].hyps[0], moses.utterances[0].hyps[0]
+    assert hyp.scores["d_0"] == original.scores["d_0"] and hyp.scores["score"] == original.scores["total"]
+    assert "total" not in hyp.scores
+
+
+def test_issue16_5_fairseq_to_moses_writes_the_natural_log_total(tmp_path):
+    fairseq = read("fairseq/results/generate-test.txt")
+    path = tmp_path / "out.txt"
+    write_nbest(fairseq, path, "moses")
+    back = read_nbest(path)
+    want = [h.scores["score"] for u in fairseq for h in u.hyps]
+    assert [h.scores for u in back for h in u.hyps] == [{"total": pytest.approx(v, rel=1e-12)} for v in want]
+    assert "0.0\n" not in path.read_text()
+
+
+@pytest.mark.parametrize("target", ["fairseq", "moses", "marian"])
+def test_issue16_5_non_integer_ids_are_refused(tmp_path, target):
+    with pytest.raises(NBestFormatError, match="1272-128104-0000") as info:
+        write_nbest(read(ESPNET2), tmp_path / "out", target)
+    one_line(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_issue16_5_score_column_picks_the_overall_score(tmp_path):
+    kaldi = read("kaldi/nbest")
+    with pytest.raises(NBestFormatError, match="score_column"):
+        write_nbest(kaldi, tmp_path / "no.json", "mlm-scoring")
+    write_nbest(kaldi, tmp_path / "out.json", "mlm-scoring", score_column="am")
+    back = read_nbest(tmp_path / "out.json")
+    assert [h.scores["score"] for h in back.utterances[0].hyps] == [h.scores["am"] for h in kaldi.utterances[0].hyps]
+    with pytest.raises(ConfigError):
+        write_nbest(kaldi, tmp_path / "k", "kaldi", score_column="am")
+
+
+def test_issue16_5_utterance_without_hypotheses_is_refused(tmp_path):
+    nbest = NBest((Utterance("0", (Hypothesis("a", {"score": -1.0}),)), Utterance("1", ())), fmt="jsonl")
+    for target in ("espnet1", "fairseq", "moses", "kaldi"):
+        with pytest.raises(NBestFormatError, match="no hypotheses"):
+            write_nbest(nbest, tmp_path / f"out.{target}", target)
+
+
+def test_issue16_5_minus_inf_is_written_as_each_format_can_read_it(tmp_path):
+    nbest = NBest((Utterance("0", (Hypothesis("a", {"score": -math.inf}),)),), fmt="jsonl")
+    for target in ("jsonl", "espnet2", "espnet1", "fairseq", "mlm-scoring"):
+        back = write_and_read(nbest, tmp_path / f"out.{target}", target)
+        assert back.utterances[0].hyps[0].scores["score"] == -math.inf, target
+    for target in ("kaldi", "sockeye"):  # costs: +inf is not a cost their readers take
+        with pytest.raises(NBestFormatError, match="-inf"):
+            write_nbest(nbest, tmp_path / f"no.{target}", target)
+
+
+def test_issue16_5_espnet1_refuses_texts_its_reader_would_change(tmp_path):
+    nbest = NBest((Utterance("u", (Hypothesis("\u2581a <eos>", {"score": -1.0}),)),), fmt="jsonl")
+    with pytest.raises(NBestFormatError, match="espnet1"):
+        write_nbest(nbest, tmp_path / "data.json", "espnet1")
+
+
 # ---------------------------------------------------------------- #11 tabs in ESPnet/Kaldi key files
 def test_issue16_11_espnet2_text_and_score_accept_tabs(tmp_path):
     rank = tmp_path / "dec" / "1best_recog"

@@ -10,12 +10,11 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..errors import NBestFormatError
-from ..types import Hypothesis
 
-_FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan))"
+_FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
 
 
@@ -90,7 +89,7 @@ def find_key(text: str, key: str, start: int = 0, last: bool = False) -> tuple[i
 
 
 def parse_score(value: str, path: str | os.PathLike, line: int | None, column: str = "score") -> float:
-    """A finite float (or -inf) from ``value``; accepts torch's ``tensor(x, device=...)`` repr."""
+    """A finite float (or -inf, also spelt ``-Infinity``) from ``value``; accepts torch's ``tensor(x, ...)`` repr."""
     match = _NUMBER.match(value)
     if not match:
         raise NBestFormatError(path, line, f"{column} is not a number", value)
@@ -105,17 +104,17 @@ def format_number(value: float) -> str:
     return repr(float(value))
 
 
-def main_column(hyp: Hypothesis) -> str | None:
-    """The column a single-score format writes: ``score`` if present, else the first."""
-    return "score" if "score" in hyp.scores else next(iter(hyp.scores), None)
-
-
-def native_value(hyp: Hypothesis, column: str | None, from_log: Callable[[float], float] = float) -> str:
-    """The column's value as the file writes it: the raw text if kept, else ``from_log(score)``."""
-    if column is None:
-        return "0.0"
-    raw = hyp.raw.get(column)
-    return raw if raw is not None else format_number(from_log(hyp.scores[column]))
+def json_score(text: str) -> int | float | str:
+    """A score as a JSON value: a number where JSON has one (``-5`` stays an integer), else the text (``-inf``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def split_key(line: str) -> tuple[str, str]:

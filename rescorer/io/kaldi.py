@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, id_lines, native_value, parse_score, read_lines, require_ranks, split_key
+from .common import atomic_dir, id_lines, parse_score, read_lines, require_ranks, split_key
+from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
 WORDS = "words_text"
@@ -79,7 +80,18 @@ def read(path: str | Path) -> NBest:
 
 
 def write(nbest: NBest, path: str | Path) -> None:
-    """Write ``words_text`` and one cost file per column (named as Kaldi names them where known)."""
+    """Write ``words_text`` and one cost file per column (named as Kaldi names them where known).
+
+    Every column is kept under its own name, as a cost (−log-prob); raw values only if read from Kaldi.
+    """
+    target = Target.of(nbest, "kaldi", path)
+    columns = set(nbest.columns)
+    for utt in nbest:
+        for hyp in utt.hyps:
+            if set(hyp.scores) != columns:
+                missing = sorted(columns - set(hyp.scores))
+                raise NBestFormatError(path, None, f"kaldi needs every column for every hypothesis (one cost file "
+                                       f"per column); a hypothesis of {utt.id!r} lacks", missing)
     file_of = {col: name for name, col in COST_FILES.items()}
     with atomic_dir(path) as tmp:
         files: dict[str, list[tuple[str, str]]] = {WORDS: []}
@@ -88,7 +100,7 @@ def write(nbest: NBest, path: str | Path) -> None:
                 key = f"{utt.id}-{rank}"
                 files[WORDS].append((key, hyp.text))
                 for column in hyp.scores:
-                    cost = native_value(hyp, column, lambda v: -v)
+                    cost = target.value(utt, hyp, column, lambda v: -v)
                     files.setdefault(file_of.get(column, f"{column}.cost"), []).append((key, cost))
         for name, rows in files.items():
             (tmp / name).write_text(id_lines(rows, path), encoding="utf-8")

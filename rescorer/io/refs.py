@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import NBestFormatError
 from ..types import NBest, Utterance
 from .common import load_json, read_lines, split_key
+from .target import native_format
 
 _TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
 REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
@@ -74,7 +75,7 @@ def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
         if len(rows) != len(ids):
             raise NBestFormatError(path, None, f"{len(rows)} references for {len(ids)} utterances in {nbest.source}")
         refs = [text for _, text, _ in rows]
-        if nbest.fmt in LINE_NUMBER_IDS:
+        if native_format(nbest) in LINE_NUMBER_IDS:
             refs = [_line_of(nbest, utt, path, refs) for utt in nbest]
     else:
         refs = _match_ids(nbest, path, keyed)
