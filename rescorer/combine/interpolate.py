@@ -109,8 +109,10 @@ def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str,
     try:
         return nbest.column_array(name)
     except KeyError:
-        raise ConfigError(f"{nbest.source}: no score column {name!r} (it has {', '.join(nbest.columns) or 'none'};"
-                          f" LM columns come from scorer=...)") from None
+        utt, k, hyp = next((u, k, h) for u in nbest for k, h in enumerate(u.hyps, 1) if name not in h.scores)
+        where = utt.origin or nbest.source
+        raise ConfigError(f"{where}: utterance {utt.id!r} (hypothesis {k}) has no score column {name!r}; it has "
+                          f"{', '.join(hyp.scores) or 'none'} (LM columns come from scorer=...)") from None
 
 
 def totals(features: Features, weights: np.ndarray) -> np.ndarray:

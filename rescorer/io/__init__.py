@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from ..errors import NBestFormatError
+from ..errors import ConfigError, NBestFormatError
 from ..types import NBest
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
 from .common import load_json, read_text
 from .refs import attach_refs, read_refs
+from .target import check_writable
 
 READERS: dict[str, Callable[..., NBest]] = {
     "espnet2": espnet.read_espnet2,
@@ -38,6 +39,7 @@ WRITERS: dict[str, Callable[..., None]] = {
 }
 FORMATS = tuple(READERS)
 MT_FORMATS = frozenset({"fairseq", "moses", "marian", "sockeye"})
+ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
 
 
 def detect_format(path: str | Path) -> str:
@@ -92,31 +94,22 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     return nbest
 
 
-def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, **options) -> None:
-    """Write ``nbest`` in ``fmt`` (default: the format it was read from), atomically."""
+def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_column: str | None = None,
+                **options) -> None:
+    """Write ``nbest`` in ``fmt`` (default: the format it was read from), atomically.
+
+    What each format keeps is in ``rescorer/io/target.py``; ``score_column`` names the column written as
+    the overall score of a format that has one (default ``score``, else ``total``).
+    """
     fmt = fmt or nbest.fmt
     if fmt not in WRITERS:
         raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+    if score_column is not None:
+        if fmt in ALL_COLUMNS:
+            raise ConfigError(f"score_column is for formats with one overall score; {fmt} keeps every column by name")
+        options["score_column"] = score_column
     check_writable(nbest, fmt, path)
     WRITERS[fmt](nbest, path, **options)
-
-
-# What a line-based format cannot hold: (in utterance ids, in hypothesis texts).
-_FORBIDDEN = {
-    "espnet2": (" \t\n", "\n"), "kaldi": (" \t\n", "\n"), "fairseq": ("\t\n", "\t\n"),
-    "moses": ("|\n", "\n"), "marian": ("|\n", "\n"), "nemo": ("", "\t\n"),
-}
-
-
-def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
-    """Refuse (before writing anything) ids or texts that the format's lines cannot hold."""
-    id_chars, text_chars = _FORBIDDEN.get(fmt, ("", ""))
-    for utt in nbest:
-        if any(c in utt.id for c in id_chars) or not utt.id and id_chars:
-            raise NBestFormatError(path, None, f"utterance id cannot be written as {fmt}", utt.id)
-        for hyp in utt.hyps:
-            if any(c in hyp.text for c in text_chars) or fmt in ("moses", "marian") and "|||" in hyp.text:
-                raise NBestFormatError(path, None, f"hypothesis of {utt.id!r} cannot be written as {fmt}", hyp.text)
 
 
 __all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "read_nbest", "read_refs", "write_nbest"]

@@ -1,4 +1,4 @@
-"""Shared pieces of every reader and writer: strict decoding, score parsing, atomic output."""
+"""Shared pieces of every reader and writer: strict decoding, score parsing, ids, atomic output."""
 from __future__ import annotations
 
 import contextlib
@@ -8,11 +8,11 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterable, Iterator
 
 from ..errors import NBestFormatError
-from ..types import Hypothesis
 
 _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
@@ -89,7 +89,7 @@ def find_key(text: str, key: str, start: int = 0, last: bool = False) -> tuple[i
 
 
 def parse_score(value: str, path: str | os.PathLike, line: int | None, column: str = "score") -> float:
-    """A finite float (or -inf) from ``value``; accepts torch's ``tensor(x, device=...)`` repr."""
+    """A finite float (or -inf, also spelt ``-Infinity``) from ``value``; accepts torch's ``tensor(x, ...)`` repr."""
     match = _NUMBER.match(value)
     if not match:
         raise NBestFormatError(path, line, f"{column} is not a number", value)
@@ -104,28 +104,66 @@ def format_number(value: float) -> str:
     return repr(float(value))
 
 
-def main_column(hyp: Hypothesis) -> str | None:
-    """The column a single-score format writes: ``score`` if present, else the first."""
-    return "score" if "score" in hyp.scores else next(iter(hyp.scores), None)
+def json_score(text: str) -> int | float | str:
+    """A score as a JSON value: a number where JSON has one (``-5`` stays an integer), else the text (``-inf``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
-def native_value(hyp: Hypothesis, column: str | None, from_log: Callable[[float], float] = float) -> str:
-    """The column's value as the file writes it: the raw text if kept, else ``from_log(score)``."""
-    if column is None:
-        return "0.0"
-    raw = hyp.raw.get(column)
-    return raw if raw is not None else format_number(from_log(hyp.scores[column]))
+def split_key(line: str) -> tuple[str, str]:
+    """``key<space or tab>value`` → (key, value), as Kaldi and ESPnet read it (``line.split(maxsplit=1)``)."""
+    parts = line.split(maxsplit=1)
+    return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+
+
+def check_line_id(utt_id: str, path: str | os.PathLike, what: str = "utterance id") -> str:
+    """``utt_id`` if an ``id text`` line can hold it (not empty, no whitespace at all), else a one-line error."""
+    if not utt_id or any(c.isspace() for c in utt_id):
+        problem = "is empty" if not utt_id else "contains whitespace"
+        raise NBestFormatError(path, None, f"{what} {problem}, so an 'id text' line cannot hold it", utt_id)
+    return utt_id
+
+
+def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
+    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id checked first."""
+    return "".join(f"{check_line_id(key, path)} {value}\n" for key, value in rows)
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:  # elsewhere: set and restore at once (safe among this module's own callers)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; it replaces ``path`` (mode 0666 & ~umask) only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -134,12 +172,13 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory beside ``path``; it replaces ``path`` only if the block succeeds."""
+    """Yield a temporary directory beside ``path``; it replaces ``path`` (mode 0777 & ~umask) if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~current_umask())
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)

@@ -7,19 +7,9 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (
-    atomic_dir,
-    find_key,
-    format_number,
-    load_json,
-    main_column,
-    native_value,
-    parse_score,
-    read_lines,
-    read_text,
-    require_ranks,
-    write_text,
-)
+from .common import (atomic_dir, find_key, format_number, id_lines, json_score, load_json, parse_score, read_lines,
+                     read_text, require_ranks, split_key, write_text)
+from .target import Target
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")
@@ -38,12 +28,13 @@ def _job_roots(path: Path) -> list[Path]:
 
 
 def _read_kv(path: Path, required_value: bool) -> dict[str, tuple[str, int]]:
-    """``key value`` lines → {key: (value, line)}; a duplicate key is an error."""
+    """``key<space or tab>value`` lines (ESPnet reads them with ``split(maxsplit=1)``) → {key: (value, line)};
+    a duplicate key is an error."""
     out: dict[str, tuple[str, int]] = {}
     for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
             raise NBestFormatError(path, number, "blank line")
-        key, _, value = line.partition(" ")
+        key, value = split_key(line)
         if required_value and not value.strip():
             raise NBestFormatError(path, number, "truncated line (no value after the utterance id)", line)
         if key in out:
@@ -129,8 +120,10 @@ def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parts.items()}
 
 
-def write_espnet2(nbest: NBest, path: str | Path) -> None:
-    """Write ``{n}best_recog/{text,score[,scores][,token]}``; the ``score`` column (or the first) goes to ``score``."""
+def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
+    """Write ``{n}best_recog/{text,score[,scores][,token]}``: the overall column (:class:`Target`) goes to
+    ``score``, every other column by name to ``scores`` (a JSON object per line; ESPnet itself never writes it)."""
+    target = Target.of(nbest, "espnet2", path, score_column)
     depth = max((len(u.hyps) for u in nbest), default=0)
     with atomic_dir(path) as tmp:
         for rank in range(depth):
@@ -139,10 +132,9 @@ def write_espnet2(nbest: NBest, path: str | Path) -> None:
                 if rank >= len(utt.hyps):
                     continue
                 hyp = utt.hyps[rank]
-                main = main_column(hyp)
-                rest = {c: _value(hyp, c) for c in hyp.scores if c != main}
+                rest = {c: _value(target, hyp, c) for c in target.others(utt, hyp)}
                 files["text"].append((utt.id, hyp.text))
-                files["score"].append((utt.id, _value(hyp, main) if main else "tensor(0.0)"))
+                files["score"].append((utt.id, _value(target, hyp, target.overall(utt, hyp))))
                 files["scores"].append((utt.id, json.dumps(rest) if rest else None))
                 files["token"].append((utt.id, hyp.tokens))
             rank_dir = tmp / f"{rank + 1}best_recog"
@@ -151,12 +143,13 @@ def write_espnet2(nbest: NBest, path: str | Path) -> None:
                 if all(value is None for _, value in rows):
                     continue
                 default = "{}" if name == "scores" else ""
-                body = "".join(f"{key} {default if value is None else value}\n" for key, value in rows)
+                body = id_lines(((key, default if value is None else value) for key, value in rows), path)
                 (rank_dir / name).write_text(body, encoding="utf-8")
 
 
-def _value(hyp: Hypothesis, column: str) -> str:
-    return hyp.raw[column] if column in hyp.raw else f"tensor({format_number(hyp.scores[column])})"
+def _value(target: Target, hyp: Hypothesis, column: str) -> str:
+    raw = target.raw(hyp, column)
+    return raw if raw is not None else f"tensor({format_number(hyp.scores[column])})"
 
 
 # ---------------------------------------------------------------- ESPnet1
@@ -205,23 +198,23 @@ def read_espnet1(path: str | Path) -> NBest:
     return NBest(utterances, fmt="espnet1", source=str(path))
 
 
-def write_espnet1(nbest: NBest, path: str | Path) -> None:
-    """Write ESPnet1 ``data.json`` with ``target1[n]`` entries."""
+def write_espnet1(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
+    """Write ESPnet1 ``data.json`` with ``target1[n]`` entries; columns besides the overall one go to ``scores``."""
+    target = Target.of(nbest, "espnet1", path, score_column)
     utts = {}
     for utt in nbest:
         outputs = []
         for rank, hyp in enumerate(utt.hyps, 1):
-            main = main_column(hyp)
-            score = float(native_value(hyp, main))
+            score = json_score(target.value(utt, hyp, target.overall(utt, hyp)))
             out = {"name": f"target1[{rank}]", "rec_text": f"{hyp.text}<eos>", "score": score}
-            extra = {c: float(native_value(hyp, c)) for c in hyp.scores if c != main}
+            extra = {c: json_score(target.value(utt, hyp, c)) for c in target.others(utt, hyp)}
             if extra:
                 out["scores"] = extra
             if hyp.tokens is not None:
                 out["rec_token"] = hyp.tokens
             if utt.ref is not None:
                 out["text"] = utt.ref
-            out.update({k: json.loads(v) for k, v in hyp.meta.items()})
+            out.update({k: json.loads(v) for k, v in target.meta(hyp.meta).items()})
             outputs.append(out)
-        utts[utt.id] = {"output": outputs, **{k: json.loads(v) for k, v in utt.meta.items()}}
+        utts[utt.id] = {"output": outputs, **{k: json.loads(v) for k, v in target.meta(utt.meta).items()}}
     write_text(path, json.dumps({"utts": utts}, indent=4, ensure_ascii=False) + "\n")

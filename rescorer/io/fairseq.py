@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import main_column, native_value, parse_score, read_lines, write_text
+from .common import parse_score, read_lines, write_text
+from .target import Target
 
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
 _SPACED = re.compile(r"^[SHTDP]-\d+ ")
@@ -78,22 +79,25 @@ def read(path: str | Path, log_base: str = "auto") -> NBest:
     return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
 
 
-def write(nbest: NBest, path: str | Path) -> None:
-    """Write S/T/H/D/P lines; natural-log scores are converted back to the file's base."""
-    base = nbest.meta.get("log_base", "2")
+def write(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
+    """Write S/T/H/D/P lines: the overall column (:class:`Target`) as the score, in the file's log base (2 unless
+    read from a natural-log fairseq file); other columns are dropped. Ids must be non-negative integers."""
+    target = Target.of(nbest, "fairseq", path, score_column)
+    base = target.meta(nbest.meta).get("log_base", "2")
     factor = math.log(2) if base == "2" else 1.0
     out = []
     for utt in nbest:
-        sid = utt.id
-        if "S" in utt.meta:
-            out.append(f"S-{sid}\t{utt.meta['S']}")
+        sid, meta = utt.id, target.meta(utt.meta)
+        if "S" in meta:
+            out.append(f"S-{sid}\t{meta['S']}")
         if utt.ref is not None:
             out.append(f"T-{sid}\t{utt.ref}")
         for hyp in utt.hyps:
-            score = native_value(hyp, main_column(hyp), lambda v: v / factor)
-            out.append(f"H-{sid}\t{score}\t{hyp.tokens if hyp.tokens is not None else hyp.text}")
+            score = target.value(utt, hyp, target.overall(utt, hyp), lambda v: v / factor)
+            tokens = hyp.tokens if hyp.tokens is not None and base == "2" else hyp.text
+            out.append(f"H-{sid}\t{score}\t{tokens}")
             if base == "2":
                 out.append(f"D-{sid}\t{score}\t{hyp.text}")
-            if "P" in hyp.meta:
+            if "P" in target.meta(hyp.meta):
                 out.append(f"P-{sid}\t{hyp.meta['P']}")
     write_text(path, "".join(f"{line}\n" for line in out))

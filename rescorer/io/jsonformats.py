@@ -4,30 +4,25 @@ Canonical JSONL (ours): one utterance per line,
 ``{"id": str, "ref": str|null, "hyps": [{"text": str, "scores": {name: float}, "raw"?: {name: str},
 "tokens"?: str, "meta"?: {str: str}}], "meta"?: {str: str}}``; hypotheses best first,
 scores natural log, higher = better. An optional first line ``{"nbest": {"fmt": str, "meta": {str: str}}}``
-keeps what the source format needs to write its raw values back (e.g. fairseq's ``log_base``).
+names the format the ``raw`` values and ``meta`` were read from, and keeps what that format needs to write
+them back (e.g. fairseq's ``log_base``); they are written verbatim only to that format.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (
-    find_key,
-    load_json,
-    main_column,
-    native_value,
-    parse_score,
-    read_lines,
-    read_text,
-    require_ranks,
-    write_text,
-)
+from .common import (find_key, format_number, json_score, load_json, parse_score, read_lines, read_text, require_ranks,
+                     write_text)
+from .target import NATIVE_KEY, Target, native_format
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
+_INT_ID = re.compile(r"0|[1-9][0-9]*")
 
 
 def _json_lines(path: Path) -> list[tuple[int, Any]]:
@@ -44,14 +39,6 @@ def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]
         raise NBestFormatError(path, line, f"{column} is not a number", value)
     raw = value if isinstance(value, str) else json.dumps(value)
     return parse_score(raw, path, line, column), raw
-
-
-def json_number(text: str) -> int | float:
-    """A number as JSON writes it back: ``-5`` stays an integer, ``-5.0`` a float."""
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
 
 
 def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
@@ -93,13 +80,15 @@ def read_jsonl(path: str | Path) -> NBest:
             raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
         meta = _strings(obj.get("meta", {}), path, number, "'meta'")
         utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
-    return NBest(utterances, fmt="jsonl", meta=dict(header.get("meta", {})), source=str(path))
+    native = {NATIVE_KEY: header["fmt"]} if isinstance(header.get("fmt"), str) and header["fmt"] != "jsonl" else {}
+    return NBest(utterances, fmt="jsonl", meta={**header.get("meta", {}), **native}, source=str(path))
 
 
 def jsonl_line(utt: Utterance) -> str:
     hyps = []
     for h in utt.hyps:
-        item: dict[str, Any] = {"text": h.text, "scores": dict(h.scores)}
+        scores = {k: v if math.isfinite(v) else format_number(v) for k, v in h.scores.items()}  # "-inf": valid JSON
+        item: dict[str, Any] = {"text": h.text, "scores": scores}
         if h.raw:
             item["raw"] = dict(h.raw)
         if h.tokens is not None:
@@ -114,7 +103,10 @@ def jsonl_line(utt: Utterance) -> str:
 
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
-    header = json.dumps({"nbest": {"fmt": nbest.fmt, "meta": dict(nbest.meta)}}) + "\n" if nbest.meta else ""
+    """Every column, raw value and meta; the header names the format they were read from."""
+    meta = {k: v for k, v in nbest.meta.items() if k != NATIVE_KEY}
+    native = native_format(nbest)
+    header = json.dumps({"nbest": {"fmt": native, "meta": meta}}) + "\n" if meta or native != "jsonl" else ""
     write_text(path, header + "".join(jsonl_line(u) + "\n" for u in nbest))
 
 
@@ -148,22 +140,24 @@ def read_sockeye(path: str | Path) -> NBest:
     return NBest(utterances, fmt="sockeye", meta={"factored": "1" if factored else "0"}, source=str(path))
 
 
-def write_sockeye(nbest: NBest, path: str | Path) -> None:
-    factored = nbest.meta.get("factored") == "1"
+def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
+    """One JSON object per utterance; the overall column (:class:`Target`) is written as a cost (negated)."""
+    target = Target.of(nbest, "sockeye", path, score_column)
+    factored = target.meta(nbest.meta).get("factored") == "1"
     lines = []
     for utt in nbest:
         scores = []
         for h in utt.hyps:
-            cost = float(native_value(h, main_column(h), lambda v: -v))
-            factors = [cost] + json.loads(h.meta.get("factors", "[]"))
+            cost = json_score(target.value(utt, h, target.overall(utt, h), lambda v: -v))
+            factors = [cost] + json.loads(target.meta(h.meta).get("factors", "[]"))
             scores.append(factors if factored or len(factors) > 1 else cost)
-        obj: dict[str, Any] = {"sentence_id": int(utt.id) if utt.id.isdigit() else utt.id}
+        obj: dict[str, Any] = {"sentence_id": int(utt.id) if _INT_ID.fullmatch(utt.id) else utt.id}
         if utt.hyps:
             obj["translation"] = utt.hyps[0].text
             obj["score"] = scores[0]
         obj["translations"] = [h.text for h in utt.hyps]
         obj["scores"] = scores
-        obj.update({k: json.loads(v) for k, v in utt.meta.items()})
+        obj.update({k: json.loads(v) for k, v in target.meta(utt.meta).items()})
         lines.append(json.dumps(obj, ensure_ascii=False))
     write_text(path, "".join(f"{line}\n" for line in lines))
 
@@ -201,12 +195,13 @@ def read_mlm_scoring(path: str | Path) -> NBest:
     return NBest(utterances, fmt="mlm-scoring", source=str(path))
 
 
-def write_mlm_scoring(nbest: NBest, path: str | Path) -> None:
+def write_mlm_scoring(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
+    """``{id: {"ref", "hyp_<k>": {"score", "text"}}}`` with the overall column (:class:`Target`) as the score."""
+    target = Target.of(nbest, "mlm-scoring", path, score_column)
     doc: dict[str, Any] = {}
     for utt in nbest:
         entry: dict[str, Any] = {} if utt.ref is None else {"ref": utt.ref}
         for rank, h in enumerate(utt.hyps, 1):
-            entry[f"hyp_{rank}"] = {"score": json_number(native_value(h, main_column(h))), "text": h.text}
+            entry[f"hyp_{rank}"] = {"score": json_score(target.value(utt, h, target.overall(utt, h))), "text": h.text}
         doc[utt.id] = entry
     write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-

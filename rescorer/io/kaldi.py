@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, native_value, parse_score, read_lines, require_ranks
+from .common import atomic_dir, id_lines, parse_score, read_lines, require_ranks, split_key
+from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
 WORDS = "words_text"
@@ -42,7 +43,7 @@ def read(path: str | Path) -> NBest:
     order: dict[str, list[tuple[int, str, int]]] = {}
     keys: dict[str, int] = {}
     for number, line in enumerate(read_lines(words), 1):
-        key, _, text = line.partition(" ")
+        key, text = split_key(line)
         if key in keys:
             raise NBestFormatError(words, number, "duplicate key", key)
         keys[key] = number
@@ -52,7 +53,7 @@ def read(path: str | Path) -> NBest:
     for column, file in _cost_files(path).items():
         values = {}
         for number, line in enumerate(read_lines(file), 1):
-            key, _, raw = line.partition(" ")
+            key, raw = split_key(line)
             if key not in keys:
                 raise NBestFormatError(file, number, f"key not in {WORDS}", key)
             if not raw.strip():
@@ -79,16 +80,27 @@ def read(path: str | Path) -> NBest:
 
 
 def write(nbest: NBest, path: str | Path) -> None:
-    """Write ``words_text`` and one cost file per column (named as Kaldi names them where known)."""
+    """Write ``words_text`` and one cost file per column (named as Kaldi names them where known).
+
+    Every column is kept under its own name, as a cost (−log-prob); raw values only if read from Kaldi.
+    """
+    target = Target.of(nbest, "kaldi", path)
+    columns = set(nbest.columns)
+    for utt in nbest:
+        for hyp in utt.hyps:
+            if set(hyp.scores) != columns:
+                missing = sorted(columns - set(hyp.scores))
+                raise NBestFormatError(path, None, f"kaldi needs every column for every hypothesis (one cost file "
+                                       f"per column); a hypothesis of {utt.id!r} lacks", missing)
     file_of = {col: name for name, col in COST_FILES.items()}
     with atomic_dir(path) as tmp:
-        files: dict[str, list[str]] = {WORDS: []}
+        files: dict[str, list[tuple[str, str]]] = {WORDS: []}
         for utt in nbest:
             for rank, hyp in enumerate(utt.hyps, 1):
                 key = f"{utt.id}-{rank}"
-                files[WORDS].append(f"{key} {hyp.text}")
+                files[WORDS].append((key, hyp.text))
                 for column in hyp.scores:
-                    cost = native_value(hyp, column, lambda v: -v)
-                    files.setdefault(file_of.get(column, f"{column}.cost"), []).append(f"{key} {cost}")
-        for name, lines in files.items():
-            (tmp / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+                    cost = target.value(utt, hyp, column, lambda v: -v)
+                    files.setdefault(file_of.get(column, f"{column}.cost"), []).append((key, cost))
+        for name, rows in files.items():
+            (tmp / name).write_text(id_lines(rows, path), encoding="utf-8")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import format_number, parse_score, read_lines, write_text
+from .common import parse_score, read_lines, write_text
+from .target import Target
 
 SEP = "|||"
 _LABEL = re.compile(r"^(\S+?)([=:])(\S*)$")
@@ -86,7 +87,8 @@ def read(path: str | Path) -> NBest:
             raise NBestFormatError(path, number, "blank line")
         sid, text, before, feats, total, after = _split_fields(line, path, number)
         values, raw, style = _features(feats, path, number)
-        styles.add(style)
+        if values:  # an empty feature field has no label style
+            styles.add(style)
         marian = marian or bool(before) or any(re.fullmatch(r"F\d+", k) for k in values)
         values["total"] = parse_score(total, path, number, "total")
         raw["total"] = total
@@ -105,26 +107,31 @@ def read(path: str | Path) -> NBest:
         current[1].append(hyp)
     if len(styles) > 1:
         raise NBestFormatError(path, None, "mixed feature label styles", sorted(styles))
-    style = styles.pop()
+    style = styles.pop() if styles else "none"
     utts = [Utterance(sid, tuple(hyps), origin=origin) for sid, hyps, origin in utterances]  # type: ignore[misc]
     return NBest(utts, fmt="marian" if marian else "moses", meta={"labels": style}, source=str(path))
 
 
-def _feature_field(hyp: Hypothesis, style: str, glued: bool) -> str:
-    groups: dict[str, list[str]] = {}
-    for name, value in hyp.scores.items():
-        if name == "total":
-            continue
-        text = hyp.raw.get(name) or format_number(value)
-        match = _INDEXED.match(name)
-        grouped = match and (style == "none" or {f"{match.group(1)}_0", f"{match.group(1)}_1"} <= hyp.scores.keys())
-        label = match.group(1) if grouped else name
-        groups.setdefault(label, []).append(text)
+def _groups(columns: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """(label, values): ``x_0, x_1, …`` (from 0, consecutive, in order) share label ``x``, as the reader splits them."""
+    names, groups, i = list(columns), [], 0
+    while i < len(names):
+        match = _INDEXED.match(names[i])
+        run = 1
+        if match and match.group(2) == "0":
+            while i + run < len(names) and names[i + run] == f"{match.group(1)}_{run}":
+                run += 1
+        groups.append((match.group(1) if run > 1 else names[i], [columns[n] for n in names[i : i + run]]))
+        i += run
+    return groups
+
+
+def _feature_field(columns: dict[str, str], style: str, glued: bool) -> str:
     if style == "none":
-        return " ".join(v for values in groups.values() for v in values)
+        return " ".join(columns.values())
     mark = ":" if style == "colon" else "="
     parts = []
-    for label, values in groups.items():
+    for label, values in _groups(columns):
         if glued and len(values) == 1:
             parts.append(f"{label}{mark}{values[0]}")
         else:
@@ -132,18 +139,29 @@ def _feature_field(hyp: Hypothesis, style: str, glued: bool) -> str:
     return " ".join(parts)
 
 
-def write(nbest: NBest, path: str | Path, style: str = "moses") -> None:
-    """Write the list back; ``style="marian"`` glues single values (``F0=-3.1``)."""
-    labels = nbest.meta.get("labels", "equals")
-    lines = []
+def _unlabelled(rows: list[dict[str, str]]) -> bool:
+    """Whether every feature list is ``f_0, f_1, …``, the names the reader gives unlabelled values."""
+    return all(list(row) == [f"f_{i}" for i in range(len(row))] for row in rows)
+
+
+def write(nbest: NBest, path: str | Path, style: str = "moses", score_column: str | None = None) -> None:
+    """Write ``id ||| text ||| features ||| total``: the overall column (:class:`Target`; ``total`` first) is the
+    total, every other column a labelled feature; ``style="marian"`` glues single values (``F0=-3.1``)."""
+    target = Target.of(nbest, style, path, score_column)
+    rows = []
     for utt in nbest:
         for hyp in utt.hyps:
-            total = hyp.raw.get("total") or format_number(hyp.scores.get("total", 0.0))
-            fields = [utt.id, hyp.text]
-            if "before" in hyp.meta:
-                fields.append(hyp.meta["before"])
-            fields += [_feature_field(hyp, labels, glued=style == "marian"), total]
-            if "after" in hyp.meta:
-                fields.append(hyp.meta["after"])
-            lines.append(f" {SEP} ".join(fields))
+            total = target.value(utt, hyp, target.overall(utt, hyp))
+            features = {c: target.value(utt, hyp, c) for c in target.others(utt, hyp)}
+            rows.append((utt.id, hyp, features, total))
+    labels = target.meta(nbest.meta).get("labels", "equals")
+    if labels == "none" and not _unlabelled([features for _, _, features, _ in rows]):
+        labels = "equals"
+    lines = []
+    for sid, hyp, features, total in rows:
+        meta = target.meta(hyp.meta)
+        fields = [sid, hyp.text, *([meta["before"]] if "before" in meta else [])]
+        fields += [_feature_field(features, labels, glued=style == "marian"), total]
+        fields += [meta["after"]] if "after" in meta else []
+        lines.append(f" {SEP} ".join(fields))
     write_text(path, "".join(f"{line}\n" for line in lines))

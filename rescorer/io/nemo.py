@@ -10,14 +10,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (
-    load_json,
-    main_column,
-    native_value,
-    parse_score,
-    read_lines,
-    write_text,
-)
+from .common import load_json, parse_score, read_lines, write_text
+from .target import Target, check_stem_id
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -80,12 +74,18 @@ def read(path: str | Path, manifest: str | Path | None = None, beam_size: int | 
     return NBest(utterances, fmt="nemo", meta={"beam_size": str(beam_size)}, source=str(path))
 
 
-def write(nbest: NBest, path: str | Path, manifest: str | Path | None = None) -> None:
-    """Write the TSV (and, if asked, a manifest with the references); every utterance needs the same beam size."""
+def write(nbest: NBest, path: str | Path, manifest: str | Path | None = None, score_column: str | None = None) -> None:
+    """Write the TSV (and, if asked, a manifest with the ids as ``<id>.wav`` and the references); the overall
+    column (:class:`Target`) is the score. Every utterance needs the same beam size; without a manifest the
+    ids are not written (the TSV has none)."""
     sizes = {len(u.hyps) for u in nbest}
     if len(sizes) > 1:
         raise NBestFormatError(path, None, "NeMo TSV needs the same number of beams for every utterance", sorted(sizes))
-    lines = [f"{h.text}\t{native_value(h, main_column(h))}" for u in nbest for h in u.hyps]
+    if manifest is not None:
+        for utt in nbest:
+            check_stem_id(utt.id, manifest)
+    target = Target.of(nbest, "nemo", path, score_column)
+    lines = [f"{h.text}\t{target.value(u, h, target.overall(u, h))}" for u in nbest for h in u.hyps]
     write_text(path, "".join(f"{line}\n" for line in lines))
     if manifest is not None:
         rows = [json.dumps({"audio_filepath": f"{u.id}.wav", "text": u.ref or ""}, ensure_ascii=False) for u in nbest]

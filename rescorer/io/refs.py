@@ -6,11 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import NBestFormatError
-from ..types import NBest
-from .common import load_json, read_lines
+from ..types import NBest, Utterance
+from .common import load_json, read_lines, split_key
+from .target import native_format
 
 _TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
 REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
+# Formats whose sentence ids are 0-based input line numbers: plain reference lines attach by id.
+LINE_NUMBER_IDS = frozenset({"moses", "marian", "fairseq"})
 
 
 def read_refs(path: str | Path, fmt: str = "auto", ids: set[str] | None = None) -> tuple[str, list[tuple[str | None, str, int]]]:
@@ -29,7 +32,7 @@ def read_refs(path: str | Path, fmt: str = "auto", ids: set[str] | None = None) 
                 raise NBestFormatError(path, number, "not a .trn line 'text (id)'", line)
             rows.append((match.group(2), " ".join(match.group(1).split()), number))
         elif fmt == "kaldi":
-            key, _, text = line.partition(" ")
+            key, text = split_key(line)
             if not key:
                 raise NBestFormatError(path, number, "blank line in a Kaldi text file")
             rows.append((key, " ".join(text.split()), number))
@@ -52,13 +55,18 @@ def _detect(path: Path, lines: list[str], ids: set[str]) -> str:
         return "trn"
     if path.suffix in (".json", ".jsonl") or sample and sample[0].lstrip().startswith("{"):
         return "manifest"
-    if ids and sample and 2 * sum(line.partition(" ")[0] in ids for line in sample) >= len(sample):
+    if ids and sample and 2 * sum(split_key(line)[0] in ids for line in sample) >= len(sample):
         return "kaldi"
     return "lines"
 
 
 def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
-    """Give every utterance its reference; unmatched hypotheses or references are errors."""
+    """Give every utterance its reference; unmatched hypotheses or references are errors.
+
+    Plain reference lines attach by position, except to Moses, Marian and fairseq lists, whose ids are
+    0-based input line numbers: line *i* (0-based) is the reference of sentence id *i*, whatever the order
+    of the sentences in the n-best file.
+    """
     path = Path(path)
     ids = [u.id for u in nbest]
     fmt, rows = read_refs(path, fmt, set(ids))
@@ -67,10 +75,26 @@ def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
         if len(rows) != len(ids):
             raise NBestFormatError(path, None, f"{len(rows)} references for {len(ids)} utterances in {nbest.source}")
         refs = [text for _, text, _ in rows]
+        if native_format(nbest) in LINE_NUMBER_IDS:
+            refs = [_line_of(nbest, utt, path, refs) for utt in nbest]
     else:
         refs = _match_ids(nbest, path, keyed)
     utterances = [replace(u, ref=ref) for u, ref in zip(nbest, refs)]
     return nbest.with_utterances(utterances)
+
+
+def _where(nbest: NBest, utt: Utterance) -> tuple[str, int | None]:
+    """The n-best file and line an utterance was read from (its ``origin``)."""
+    where, _, line = utt.origin.rpartition(":")
+    return where or nbest.source, int(line) if line.isdigit() else None
+
+
+def _line_of(nbest: NBest, utt: Utterance, path: Path, lines: list[str]) -> str:
+    """Reference line ``int(id)`` (0-based) of a sentence whose id is its input line number."""
+    if not utt.id.isdigit() or int(utt.id) >= len(lines):
+        raise NBestFormatError(*_where(nbest, utt), f"sentence id has no reference line in {path} "
+                               f"({len(lines)} lines; line i is sentence id i, 0-based)", utt.id)
+    return lines[int(utt.id)]
 
 
 def _match_ids(nbest: NBest, path: Path, rows: list[tuple[str, str, int]]) -> list[str]:
@@ -91,9 +115,7 @@ def _match_ids(nbest: NBest, path: Path, rows: list[tuple[str, str, int]]) -> li
     for utt in nbest:
         rid = utt.id if utt.id in by_id else suffixes.get(utt.id)
         if rid is None or rid in used:
-            where, _, line = utt.origin.rpartition(":")
-            raise NBestFormatError(where or nbest.source, int(line) if line.isdigit() else None,
-                                   f"utterance has no reference in {path}", utt.id)
+            raise NBestFormatError(*_where(nbest, utt), f"utterance has no reference in {path}", utt.id)
         used.add(rid)
         refs.append(by_id[rid][0])
     unused = [rid for rid in by_id if rid not in used]

@@ -85,21 +85,18 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
 
 
 def fingerprint(name: str, model: Any) -> str:
-    """A short content hash of a local model (names, sizes, first and last MiB of each file), else the hub commit."""
+    """A short hash of the whole content of a local model's weight, config and tokenizer files (cached by path,
+    size and mtime, see ``rescorer.filehash``), else the hub commit."""
+    from ..filehash import file_digests
+
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
         files = [path]
     elif path.is_dir():
-        files = sorted(f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file())
+        files = sorted({f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file()})
     else:
         return str(getattr(model.config, "_commit_hash", None) or "hub")
-    digest = hashlib.sha256()
-    for file in files:
-        size = file.stat().st_size
-        digest.update(f"{file.name}:{size}".encode())
-        with file.open("rb") as handle:
-            digest.update(handle.read(1 << 20))
-            if size > 2 << 20:
-                handle.seek(-(1 << 20), 2)
-                digest.update(handle.read(1 << 20))
+    digest = hashlib.blake2b(digest_size=16)
+    for file, content in zip(files, file_digests(files)):
+        digest.update(f"{file.name}\0{content}\n".encode())
     return digest.hexdigest()[:12]

@@ -1,0 +1,171 @@
+"""How one writer renders an N-best list in its format, and what it refuses before writing anything.
+
+Rules (issue 16 #5):
+
+- ``raw`` values and format extras (``meta``) are written verbatim only to the format they were read
+  from (:func:`native_format`); any other format gets the natural-log value in its own convention
+  (base 2 for fairseq, costs for Kaldi and Sockeye, ``tensor(x)`` for ESPnet2).
+- A format with one overall score takes the ``score`` column, else ``total`` (Moses/Marian look for
+  ``total`` first), or the column named by ``score_column=``; with none of them it refuses.
+- Ids, texts and column names the format's lines cannot hold are refused with a one-line error;
+  the project's own reader must read back what was written (line formats strip surrounding
+  whitespace from texts, and ESPnet1 collapses runs of it, as their toolkits do).
+
+What each target keeps of a list read from another format (ids and texts always):
+
+- ``jsonl``: everything (columns, raw values, tokens, meta, references).
+- ``kaldi``: every column under its own name, as costs. Ids without whitespace.
+- ``espnet2``: the overall column as ``score``, the others by name in ``scores``; tokens.
+- ``espnet1``: the overall column as ``score``, the others by name in ``scores``; tokens, references.
+- ``moses``/``marian``: the overall column as ``total``, the others as labelled features. Integer ids.
+- ``fairseq``: the overall column as ``score`` (base 2), references (T lines), tokens (H lines).
+  Integer ids (no leading zeros); read back in id order.
+- ``sockeye``: the overall column as ``score`` (written as a cost).
+- ``nemo``: the overall column as ``score``; ids and references only through the manifest.
+- ``mlm-scoring``: the overall column as ``score``, references; read back in sorted id order.
+
+Non-integer ids are not mapped to integers for fairseq/Moses/Marian: those ids are input line numbers,
+which references attach by (``refs.py``), and no mapping could keep that true.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from ..errors import NBestFormatError
+from ..types import Hypothesis, NBest, Utterance
+from .common import check_line_id, format_number
+
+NATIVE_KEY = "native_fmt"  # NBest.meta key: the format a JSONL file's raw values and meta were read from
+TOTAL_FIRST = ("moses", "marian")
+_CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def native_format(nbest: NBest) -> str:
+    """The format whose text the ``raw`` values and ``meta`` of ``nbest`` are (a JSONL header may name one)."""
+    return nbest.meta.get(NATIVE_KEY) or nbest.fmt
+
+
+@dataclass(frozen=True)
+class Target:
+    """One writer call: the format, the output path, and whether raw values and meta may be reused."""
+
+    fmt: str
+    path: Path
+    native: bool
+    score_column: str | None = None
+
+    @classmethod
+    def of(cls, nbest: NBest, fmt: str, path: str | Path, score_column: str | None = None) -> "Target":
+        return cls(fmt, Path(path), native_format(nbest) == fmt, score_column)
+
+    @property
+    def overall_name(self) -> str:
+        """What the format's reader calls its overall score."""
+        return "total" if self.fmt in TOTAL_FIRST else "score"
+
+    def overall(self, utt: Utterance, hyp: Hypothesis) -> str:
+        """The column written as the overall score: ``score_column``, else ``score``/``total``."""
+        other = "score" if self.overall_name == "total" else "total"
+        wanted = (self.score_column,) if self.score_column else (self.overall_name, other)
+        found = next((name for name in wanted if name in hyp.scores), None)
+        if found is None:
+            what = f"column {self.score_column!r} (score_column)" if self.score_column else \
+                "overall score ('score' or 'total'; pass score_column=NAME to pick one)"
+            raise NBestFormatError(self.path, None, f"a hypothesis of {utt.id!r} has no {what} to write as the "
+                                   f"{self.fmt} score; its columns are", sorted(hyp.scores))
+        return found
+
+    def others(self, utt: Utterance, hyp: Hypothesis) -> list[str]:
+        """The columns besides the overall one, written under their own names where the format can."""
+        main = self.overall(utt, hyp)
+        rest = [c for c in hyp.scores if c != main]
+        if self.overall_name in rest:
+            raise NBestFormatError(self.path, None, f"column {self.overall_name!r} of {utt.id!r} would clash with the "
+                                   f"{self.fmt} {self.overall_name} written from column", main)
+        return rest
+
+    def raw(self, hyp: Hypothesis, column: str) -> str | None:
+        """The column's text as read, if it was read from this very format."""
+        return hyp.raw.get(column) if self.native else None
+
+    def value(self, utt: Utterance, hyp: Hypothesis, column: str, from_log: Callable[[float], float] = float) -> str:
+        """The column as the file writes it: the raw text if native, else ``from_log(score)``."""
+        raw = self.raw(hyp, column)
+        if raw is not None:
+            return raw
+        value = from_log(hyp.scores[column])
+        if value == math.inf:
+            raise NBestFormatError(self.path, None, f"column {column!r} of {utt.id!r} is -inf, which {self.fmt} "
+                                   "cannot hold as a finite cost", hyp.scores[column])
+        return format_number(value)
+
+    def meta(self, meta: Mapping[str, str]) -> Mapping[str, str]:
+        """Format extras (``meta``) are only written back to the format they came from."""
+        return meta if self.native else {}
+
+
+# ---------------------------------------------------------------- refusals before writing
+def _integer_id(pattern: re.Pattern, rule: str) -> Callable[[str, Path, str], None]:
+    def check(utt_id: str, path: Path, fmt: str) -> None:
+        if not pattern.fullmatch(utt_id):
+            raise NBestFormatError(path, None, f"sentence id must be {rule} to be written as {fmt}", utt_id)
+    return check
+
+
+def _line_id(utt_id: str, path: Path, fmt: str) -> None:
+    check_line_id(utt_id, path, f"{fmt} utterance id")
+
+
+def check_stem_id(utt_id: str, path: str | Path) -> None:
+    """A NeMo manifest keeps the id as the stem of ``<id>.wav``: no empty ids, no directories."""
+    if not utt_id or Path(f"{utt_id}.wav").name != f"{utt_id}.wav":
+        raise NBestFormatError(path, None, "utterance id cannot be an audio file stem in a NeMo manifest", utt_id)
+
+
+ID_RULES: dict[str, Callable[[str, Path, str], None]] = {
+    "espnet2": _line_id, "kaldi": _line_id,
+    "fairseq": _integer_id(_CANONICAL_INT, "a non-negative integer without leading zeros"),
+    "moses": _integer_id(_DIGITS, "a non-negative integer"),
+    "marian": _integer_id(_DIGITS, "a non-negative integer"),
+}
+# Characters a line-based format cannot hold in a hypothesis text (or tokens, or a fairseq T line).
+TEXT_CHARS = {"espnet2": "\n\r", "kaldi": "\n\r", "fairseq": "\t\n\r", "moses": "\n\r", "marian": "\n\r",
+              "nemo": "\t\n\r"}
+HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring"}  # formats that can hold an utterance without hypotheses
+_LABEL_CHARS = re.compile(r"[\s=:|]")
+
+
+def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
+    """Refuse, before anything is written, what ``fmt`` cannot hold or its reader would read differently."""
+    path = Path(path)
+    seen: set[str] = set()
+    for utt in nbest:
+        if utt.id in seen:
+            raise NBestFormatError(path, None, "duplicate utterance id", utt.id)
+        seen.add(utt.id)
+        if fmt in ID_RULES:
+            ID_RULES[fmt](utt.id, path, fmt)
+        if not utt.hyps and fmt not in HOLDS_EMPTY:
+            raise NBestFormatError(path, None, f"utterance has no hypotheses, which {fmt} cannot hold", utt.id)
+        for hyp in utt.hyps:
+            _check_hypothesis(utt, hyp, fmt, path)
+
+
+def _check_hypothesis(utt: Utterance, hyp: Hypothesis, fmt: str, path: Path) -> None:
+    chars = TEXT_CHARS.get(fmt, "")
+    for text in (hyp.text, hyp.tokens or "", utt.ref or "" if fmt == "fairseq" else ""):
+        if any(c in text for c in chars) or fmt in TOTAL_FIRST and "|||" in text:
+            raise NBestFormatError(path, None, f"a text of {utt.id!r} cannot be written as {fmt}", text)
+    if fmt == "espnet1" and ("\u2581" in hyp.text or "<eos>" in hyp.text):  # rec_text marks, dropped on reading
+        raise NBestFormatError(path, None, f"a text of {utt.id!r} holds '\u2581' or '<eos>', which espnet1 "
+                               "rec_text cannot", hyp.text)
+    for column in hyp.scores:
+        bad = (fmt in TOTAL_FIRST and (not column or _LABEL_CHARS.search(column))
+               or fmt == "kaldi" and (not column or "/" in column or "\0" in column or column.startswith(".")))
+        if bad:
+            raise NBestFormatError(path, None, f"score column name cannot be written as {fmt}", column)
