@@ -342,3 +342,14 @@ def test_issue16_16_failed_write_leaves_nothing(tmp_path):
         raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
     assert rescorer.NBestFormatError is NBestFormatError
+
+
+def test_issue16_14_the_rescored_1best_refuses_ids_it_cannot_write(tmp_path):
+    from rescorer.pipeline import write_1best
+
+    nbest = NBest((Utterance("u2 with space", (Hypothesis("HELLO WORLD"),)),))
+    with pytest.raises(NBestFormatError, match="contains whitespace"):
+        write_1best(nbest, tmp_path / "1best.txt", with_ids=True)
+    assert not (tmp_path / "1best.txt").exists()
+    write_1best(nbest, tmp_path / "plain.txt", with_ids=False)
+    assert (tmp_path / "plain.txt").read_text() == "HELLO WORLD\n"
