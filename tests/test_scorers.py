@@ -47,7 +47,7 @@ def naive_pll(model_dir, text: str, variant: str) -> float:
         with torch.no_grad():
             logits = model(torch.tensor([copy])).logits[0, i]
         total += torch.log_softmax(logits, -1)[ids[i]].item()
-    return total
+    return total if scored else float("-inf")  # nothing to mask: no probability (README "Guarantees")
 
 
 def naive_ll(model_dir, text: str) -> float:
@@ -66,7 +66,7 @@ def test_pll_equals_naive_loop(tiny_models, arch, variant):
     got = scorer.score(TEXTS)
     want = [naive_pll(tiny_models[arch], t, variant) for t in TEXTS]
     np.testing.assert_allclose(got, want, atol=1e-4)
-    assert got[3] == 0.0  # the empty text has no scored token
+    assert got[3] == float("-inf")  # the empty text has nothing to mask: no probability
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta", "distilbert", "albert", "electra", "modernbert"])
@@ -90,7 +90,7 @@ def test_token_scores_sum_to_score_and_skip_special_tokens(tiny_models):
     tok = AutoTokenizer.from_pretrained(tiny_models["bert"])
     for text, tokens, total in zip(TEXTS, scorer.token_scores(TEXTS), scorer.score(TEXTS)):
         assert len(tokens) == len(tok(text, add_special_tokens=False)["input_ids"])
-        assert sum(tokens) == pytest.approx(total, abs=1e-9)
+        assert sum(tokens) == pytest.approx(total, abs=1e-9) if tokens else total == float("-inf")
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
@@ -213,3 +213,75 @@ def test_issue16_12_a_misspelt_local_path_is_an_error_at_once(tmp_path, monkeypa
     assert time.perf_counter() - start < 5
     assert looks_like_hub_name("openai-community/gpt2") and looks_like_hub_name("gpt2")
     assert not looks_like_hub_name("models/gtp2") and not looks_like_hub_name("/abs/path")
+
+
+def naive_windowed_pll(model_dir, text: str, width: int) -> list[float]:
+    """README's window rule by hand: chunks of width // 2 scored tokens, each in a window of ``width`` tokens
+    (specials included) centred on it; one full-model pass per masked token (variant original)."""
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForMaskedLM.from_pretrained(model_dir).eval()
+    enc = tok(text, return_special_tokens_mask=True)
+    ids, special = enc["input_ids"], enc["special_tokens_mask"]
+    head, tail = ids[: special.index(0)], ids[len(ids) - special[::-1].index(0):]
+    content = [t for t, s in zip(ids, special) if not s]
+    keep, n = width - len(head) - len(tail), len(content)
+    stride = keep // 2
+    scores = []
+    for j in range(n):
+        start = min(max((j // stride) * stride - (keep - stride) // 2, 0), n - keep) if n > keep else 0
+        window = content[start : start + keep]
+        copy = head + window[: j - start] + [tok.mask_token_id] + window[j - start + 1 :] + tail
+        with torch.no_grad():
+            logits = model(torch.tensor([copy])).logits[0, len(head) + j - start]
+        scores.append(torch.log_softmax(logits, -1)[content[j]].item())
+    return scores
+
+
+def naive_windowed_ll(model_dir, text: str, width: int, stride: int) -> list[float]:
+    """Windows of ``width`` ids ending at width, width + stride, …; each target scored in the first that reaches it."""
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"], tok.eos_token_id]
+    scores, end = [], 0
+    while end < len(ids):
+        new_end = min(len(ids), max(end + stride, width) if end else min(width, len(ids)))
+        start = max(0, new_end - width)
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([ids[start:new_end]])).logits[0], -1)
+        first = max(end - 1, 0)
+        scores += [logp[j - start, ids[j + 1]].item() for j in range(first, new_end - 1)]
+        end = new_end
+    return scores
+
+
+LONG = " ".join(" ".join(TEXTS[2:] * 3).split())
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+def test_issue16_6_long_texts_pll_in_windows_equal_a_naive_windowed_loop(tiny_models, arch):
+    windowed = load_scorer("pll", str(tiny_models[arch]), variant="original", window=16, progress=False)
+    plain = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False)
+    tokens = windowed.token_scores([LONG])[0]
+    assert len(tokens) > 40 and np.isfinite(tokens).all()
+    np.testing.assert_allclose(tokens, naive_windowed_pll(tiny_models[arch], LONG, 16), atol=1e-4)
+    short = [t for t in TEXTS if t and len(AutoTokenizer.from_pretrained(tiny_models[arch])(t)["input_ids"]) <= 16]
+    np.testing.assert_allclose(windowed.score(short), plain.score(short), atol=1e-5)
+
+
+def test_issue16_6_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_models):
+    windowed = load_scorer("ll", str(tiny_models["gpt2"]), window=12, stride=5, progress=False)
+    plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
+    tokens = windowed.token_scores([LONG])[0]
+    np.testing.assert_allclose(tokens, naive_windowed_ll(tiny_models["gpt2"], LONG, 12, 5), atol=1e-4)
+    assert len(tokens) == len(plain.token_scores([LONG])[0])
+    np.testing.assert_allclose(windowed.score(["A CAT"]), plain.score(["A CAT"]), atol=1e-5)
+
+
+def test_issue16_6_a_2000_word_hypothesis_is_scored_not_crashed(tiny_models):
+    text = " ".join(["THE CAT SAT ON THE MAT"] * 334)[: 2000 * 4]
+    for kind, arch in (("pll", "bert"), ("ll", "gpt2")):
+        scorer = load_scorer(kind, str(tiny_models[arch]), variant="original", progress=False) if kind == "pll" \
+            else load_scorer(kind, str(tiny_models[arch]), progress=False)
+        limit = scorer.adapter.positions_limit if kind == "pll" else scorer.adapter.width
+        tokens = scorer.token_scores([text])[0]
+        assert len(tokens) > limit and np.isfinite(tokens).all()

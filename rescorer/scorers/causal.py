@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import ConfigError
 from .base import Scorer, no_grad_context, pad_rows, token_bytes
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
+from .windows import causal_windows, model_positions
 
 BOS_POLICIES = ("auto", "bos", "eos")
 
@@ -27,7 +28,10 @@ class CausalLMScorer(Scorer):
 
     def __init__(self, model: str, bos: str = "auto", score_eos: bool = True, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,
-                 trust_remote_code: bool = False, loaded: tuple[Any, Any] | None = None, **common: Any):
+                 trust_remote_code: bool = False, loaded: tuple[Any, Any] | None = None, window: int | None = None,
+                 stride: int | None = None, **common: Any):
+        """``window``/``stride``: tokens the model reads at once (default: its positions) and how far a window
+        advances over a longer text (default: half a window; ``rescorer.scorers.windows``)."""
         super().__init__(**common)
         if bos not in BOS_POLICIES:
             raise ConfigError(f"bos must be one of {', '.join(BOS_POLICIES)}, not {bos!r}")
@@ -50,11 +54,17 @@ class CausalLMScorer(Scorer):
         self._fingerprint = "in-memory" if loaded else fingerprint(
             str(model) if gguf_file is None else f"{model}/{gguf_file}", self.model)
         self._dtype_name = str(self.dtype).removeprefix("torch.")
+        self.width = max(2, window or model_positions(self.model, self.tokenizer))
+        self.stride = max(1, min(stride or self.width // 2, self.width - 1))
+        self.window_given = {k: v for k, v in (("window", window), ("stride", stride)) if v}
 
     @property
     def signature(self) -> str:
         return self._signature(model=f"{self.model_name}@{self._fingerprint}", bos=self.bos_id,
-                               eos="scored" if self.score_eos else "no", dtype=self._dtype_name)
+                               eos="scored" if self.score_eos else "no", dtype=self._dtype_name, **self.window_given)
+
+    def windows(self, sentence: np.ndarray) -> list[tuple[int, int, int]]:
+        return causal_windows(len(sentence), self.width, self.stride)
 
     def prepare(self, text: str) -> np.ndarray:
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -62,16 +72,17 @@ class CausalLMScorer(Scorer):
         return np.asarray([self.bos_id, *ids, *tail], dtype=np.int64)
 
     def num_rows(self, sentence: np.ndarray) -> int:
-        return 1 if len(sentence) > 1 else 0
+        return len(self.windows(sentence)) if len(sentence) > 1 else 0
 
     def num_targets(self, sentence: np.ndarray) -> int:
         return len(sentence) - 1
 
     def row_length(self, sentence: np.ndarray) -> int:
-        return len(sentence)
+        return min(len(sentence), self.width)
 
     def targets(self, sentence: np.ndarray, row: int) -> slice:
-        return slice(0, len(sentence) - 1)
+        _, end, first = self.windows(sentence)[row]
+        return slice(first, end - 1)
 
     def batch(self, sequences: Sequence[np.ndarray]) -> tuple[Any, Any, np.ndarray]:
         """Right-padded ids on the device, the attention mask (None without padding) and the lengths."""
@@ -81,7 +92,8 @@ class CausalLMScorer(Scorer):
     def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
 
-        input_ids, attention, lengths = self.batch([s for s, _ in rows])
+        windows = [self.windows(s)[r] for s, r in rows]
+        input_ids, attention, _ = self.batch([s[start:end] for (s, _), (start, end, _) in zip(rows, windows)])
         with no_grad_context(self.device, self.dtype):
             logits = self.model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
             nxt = input_ids[:, 1:]
@@ -90,7 +102,7 @@ class CausalLMScorer(Scorer):
 
         def collect() -> list[np.ndarray]:
             out = ready()
-            return [out[b, : lengths[b] - 1] for b in range(len(rows))]
+            return [out[b, first - start : end - 1 - start] for b, (start, end, first) in enumerate(windows)]
         return collect
 
     def next_token(self, candidates: Sequence[str], add_bos: bool = True) -> "NextTokenScorer":

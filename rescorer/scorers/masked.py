@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from .base import Scorer, no_grad_context, pad_rows, token_bytes
 from .encoder_at import EncoderAt
 from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
+from .windows import masked_shifts, model_positions
 
 VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
 WORD_BOUNDARIES = ("tokenizer", "whitespace")
@@ -38,6 +39,22 @@ class MaskedSentence:
     positions: np.ndarray  # position (in ids) of each scored token
     lo: np.ndarray         # masked span [lo, hi) (in ids) of the copy scoring each token
     hi: np.ndarray
+    shift: np.ndarray      # per copy: scored tokens cut from the left of its window (0 when the text fits)
+    keep: int              # scored tokens in a window
+
+    @property
+    def width(self) -> int:
+        """Tokens in each copy (special tokens included)."""
+        return len(self.ids) - len(self.positions) + min(self.keep, len(self.positions))
+
+    def row(self, r: int) -> tuple[np.ndarray, int, int, int]:
+        """Copy ``r``'s ids (unmasked), scored position and masked span, in its window's coordinates."""
+        if self.keep >= len(self.positions):
+            return self.ids, self.positions[r], self.lo[r], self.hi[r]
+        first, last, cut = self.positions[0], self.positions[-1], self.shift[r]
+        ids = np.concatenate([self.ids[:first], self.ids[first + cut : first + cut + self.keep], self.ids[last + 1 :]])
+        end = first + self.keep
+        return ids, self.positions[r] - cut, max(self.lo[r] - cut, first), min(self.hi[r] - cut, end)
 
 
 def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarray]:
@@ -71,9 +88,11 @@ class MaskedLMScorer(Scorer):
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,
                  head_at_mask: bool = True, last_layer_at_mask: bool = True, loaded: tuple[Any, Any] | None = None,
-                 **common: Any):
+                 window: int | None = None, **common: Any):
         """``head_at_mask``/``last_layer_at_mask``: compute the MLM head / the last layer only where scored
-        (exact; off = the plain full forward). ``loaded``: an in-memory (tokenizer, model) pair to score with."""
+        (exact; off = the plain full forward). ``loaded``: an in-memory (tokenizer, model) pair to score with.
+        ``window``: tokens a copy may hold (default: the model's positions); longer texts are scored in windows
+        (``rescorer.scorers.windows``)."""
         super().__init__(**common)
         if variant not in VARIANTS:
             raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
@@ -90,6 +109,7 @@ class MaskedLMScorer(Scorer):
         self.bytes_per_token = token_bytes(self.model.config)
         if self.tokenizer.mask_token_id is None:
             raise ConfigError(f"model {model!r} has no mask token")
+        self.positions_limit, self.window_given = window or model_positions(self.model, self.tokenizer), bool(window)
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
         self.encoder_at = EncoderAt(self.model.base_model, fast=last_layer_at_mask) if self.head is not None else None
         self._fingerprint = "in-memory" if loaded else fingerprint(model, self.model)
@@ -97,8 +117,9 @@ class MaskedLMScorer(Scorer):
 
     @property
     def signature(self) -> str:
+        window = {"window": self.positions_limit} if self.window_given else {}
         return self._signature(model=f"{self.model_name}@{self._fingerprint}", variant=self.variant,
-                               words=self.words, dtype=self._dtype_name)
+                               words=self.words, dtype=self._dtype_name, **window)
 
     def prepare(self, text: str) -> MaskedSentence:
         enc = self.tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=self.words == "whitespace")
@@ -114,7 +135,8 @@ class MaskedLMScorer(Scorer):
         lo, hi = mask_spans(words, self.variant)
         if len(positions):
             lo, hi = positions[lo], positions[hi - 1] + 1
-        return MaskedSentence(ids, positions, lo, hi)
+        keep = max(1, self.positions_limit - (len(ids) - len(positions)))
+        return MaskedSentence(ids, positions, lo, hi, masked_shifts(len(positions), keep), keep)
 
     def num_rows(self, sentence: MaskedSentence) -> int:
         return len(sentence.positions)
@@ -123,7 +145,7 @@ class MaskedLMScorer(Scorer):
         return len(sentence.positions)
 
     def row_length(self, sentence: MaskedSentence) -> int:
-        return len(sentence.ids)
+        return sentence.width
 
     def targets(self, sentence: MaskedSentence, row: int) -> slice:
         return slice(row, row + 1)
@@ -131,10 +153,10 @@ class MaskedLMScorer(Scorer):
     def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> Callable[[], list[np.ndarray]]:
         import torch
 
-        ids, lengths, mask = pad_rows([s.ids for s, _ in rows], self.tokenizer.pad_token_id or 0)
-        lo = np.array([s.lo[r] for s, r in rows])[:, None]
-        hi = np.array([s.hi[r] for s, r in rows])[:, None]
-        target_pos = np.array([s.positions[r] for s, r in rows])
+        copies = [s.row(r) for s, r in rows]
+        ids, lengths, mask = pad_rows([c[0] for c in copies], self.tokenizer.pad_token_id or 0)
+        target_pos, lo, hi = (np.array([c[k] for c in copies]) for k in (1, 2, 3))
+        lo, hi = lo[:, None], hi[:, None]
         target_ids = ids[np.arange(len(rows)), target_pos].copy()
         span = np.arange(ids.shape[1])[None, :]
         ids[(span >= lo) & (span < hi)] = self.tokenizer.mask_token_id
