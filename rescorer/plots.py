@@ -67,33 +67,37 @@ def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path
     return save(fig, path)
 
 
-def curve_plot(curve: list[dict], path: str | Path) -> Path:
-    """Dev pseudo-perplexity and masked-token accuracy against training tokens (domain adaptation)."""
+def twin_plot(x: list, left: dict[str, tuple[list, str]], right: dict[str, tuple[list, str]], labels: tuple[str, str, str],
+              path: str | Path) -> Path:
+    """Curves against ``x``: ``left`` on a log axis, ``right`` on a second linear axis ({label: (values, style)});
+    ``labels`` names the x, left and right axes."""
     plt = pyplot()
-    tokens = [c["tokens"] for c in curve]
-    fig, left = plt.subplots(figsize=(7, 4))
-    left.plot(tokens, [c.get("dev_word_pppl", np.nan) for c in curve], "b.-", label="dev word PPPL")
-    left.set(xlabel="training tokens", ylabel="dev word-level PPPL", yscale="log")
-    right = left.twinx()
-    right.plot(tokens, [c["masked_accuracy"] for c in curve], "g.--", label="masked-token accuracy (train)")
-    right.set(ylabel="masked-token accuracy")
+    fig, first = plt.subplots(figsize=(7, 4))
+    second = first.twinx()
+    for axis, curves in ((first, left), (second, right)):
+        for label, (values, style) in curves.items():
+            axis.plot(x, values, style, label=label)
+    first.set(xlabel=labels[0], ylabel=labels[1], yscale="log")
+    second.set(ylabel=labels[2])
     fig.legend(loc="center right")
     return save(fig, path)
+
+
+def curve_plot(curve: list[dict], path: str | Path) -> Path:
+    """Dev pseudo-perplexity and masked-token accuracy against training tokens (domain adaptation)."""
+    return twin_plot([c["tokens"] for c in curve],
+                     {"dev word PPPL": ([c.get("dev_word_pppl", np.nan) for c in curve], "b.-")},
+                     {"masked-token accuracy (train)": ([c["masked_accuracy"] for c in curve], "g.--")},
+                     ("training tokens", "dev word-level PPPL", "masked-token accuracy"), path)
 
 
 def distill_plot(curve: list[dict], path: str | Path) -> Path:
     """Train and dev MSE (standardised targets) and the dev student–teacher Pearson r against steps."""
-    plt = pyplot()
-    steps = [c["step"] for c in curve]
-    fig, left = plt.subplots(figsize=(7, 4))
-    left.plot(steps, [c["train_mse"] for c in curve], "b.-", label="train MSE")
-    left.plot(steps, [c["dev_mse"] for c in curve], "r.-", label="dev MSE")
-    left.set(xlabel="training steps", ylabel="MSE (standardised)", yscale="log")
-    right = left.twinx()
-    right.plot(steps, [c["dev_pearson"] for c in curve], "g.--", label="dev Pearson r (PLL)")
-    right.set(ylabel="Pearson r")
-    fig.legend(loc="center right")
-    return save(fig, path)
+    return twin_plot([c["step"] for c in curve],
+                     {"train MSE": ([c["train_mse"] for c in curve], "b.-"),
+                      "dev MSE": ([c["dev_mse"] for c in curve], "r.-")},
+                     {"dev Pearson r (PLL)": ([c["dev_pearson"] for c in curve], "g.--")},
+                     ("training steps", "MSE (standardised)", "Pearson r"), path)
 
 
 def scatter_plot(x: np.ndarray, y: np.ndarray, path: str | Path, xlabel: str, ylabel: str, title: str = "") -> Path:

@@ -189,3 +189,25 @@ def test_issue16_4_minus_inf_under_weight_zero_is_absent_and_report_matches_outp
         new = reranked(nbest, features, np.array([weight]))
         assert new.utterances[0].hyps[0].text == first == nbest.utterances[0].hyps[int(ranks[0])].text
         assert not any(np.isnan(h.scores["rescore"]) for h in new.utterances[0].hyps)
+
+
+def test_robust_search_keeps_a_weight_only_as_large_as_the_dev_set_justifies():
+    """A planted weight survives (its gain is far outside noise); a column of pure noise gets weight 0 where the
+    argmax rule chases it; the chosen setting is within the bootstrap interval of the best by construction."""
+    from rescorer.combine.robust import robust_search
+
+    nbest = planted({"lm": 0.5}, utterances=300)
+    rng = np.random.default_rng(3)
+    noisy = nbest.with_columns({"noise": rng.normal(size=nbest.num_hypotheses)})
+    columns = [Column("lm", step=0.1), Column("noise", step=0.1)]
+    features = Features.of(noisy, Column("score"), columns)
+    stats = NBestStats.compute(noisy, make_metric("wer"))
+    argmax = fast_search(features, stats, columns)
+    robust = robust_search(features, stats, columns, samples=200)
+    assert robust.weights["lm"] > 0.2 and robust.weights["noise"] == 0.0
+    assert np.hypot(*robust.weights.values()) <= np.hypot(*argmax.weights.values())
+    assert robust.dev >= argmax.dev and robust.dev_ci[0] <= robust.dev <= robust.dev_ci[1]
+    tiny = planted({"lm": 0.0}, utterances=40, seed=5).with_columns({"lm2": rng.normal(size=240)})
+    one = [Column("lm2", step=0.1)]
+    result = robust_search(Features.of(tiny, Column("score"), one), NBestStats.compute(tiny, make_metric("wer")), one)
+    assert result.weights == {"lm2": 0.0}

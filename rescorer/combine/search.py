@@ -35,6 +35,7 @@ class SearchResult:
     seconds: float
     tried: np.ndarray = field(repr=False)   # [settings, weights]
     values: np.ndarray = field(repr=False)  # [settings] dev metric of each
+    dev_ci: tuple[float, float] | None = None  # bootstrap interval of the chosen setting's dev metric (robust)
 
 
 def weight_grid(columns: Sequence[Column]) -> np.ndarray:
@@ -120,4 +121,8 @@ def search_weights(method: str, nbest: NBest, features: Features, stats: NBestSt
         return grid_search(nbest, features, stats, columns)
     if method == "fast":
         return fast_search(features, stats, columns, **options)
-    raise ConfigError(f"unknown search {method!r} (choose grid or fast)")
+    if method == "robust":
+        from .robust import robust_search
+
+        return robust_search(features, stats, columns, **options)
+    raise ConfigError(f"unknown search {method!r} (choose grid, fast or robust)")

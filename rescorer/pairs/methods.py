@@ -53,29 +53,26 @@ class Prompt:
 
 
 YES_NO_SYSTEM = "Your task is to evaluate the quality of given text."
-YES_NO_PROMPTS = (
-    Prompt(YES_NO_SYSTEM, "Is the following sentence grammatically acceptable? Respond with Yes or No as your "
-                          "answer.\n\n{sentence}"),
-    Prompt(YES_NO_SYSTEM, "Is this sentence grammatically correct? Answer Yes or No.\n\n{sentence}"),
-    Prompt(YES_NO_SYSTEM, "Does the following sentence follow the rules of English grammar? Respond with Yes or No "
-                          "as your answer.\n\n{sentence}"),
-    Prompt(YES_NO_SYSTEM, "Would a native speaker of English accept the sentence below as grammatical? Answer Yes "
-                          "or No.\n\n{sentence}"),
-    Prompt(YES_NO_SYSTEM, "Read the following sentence. Is it well-formed English? Respond with Yes or No as your "
-                          "answer.\n\n{sentence}"),
-)
+YES_NO_PROMPTS = tuple(Prompt(YES_NO_SYSTEM, user) for user in (
+    "Is the following sentence grammatically acceptable? Respond with Yes or No as your answer.\n\n{sentence}",
+    "Is this sentence grammatically correct? Answer Yes or No.\n\n{sentence}",
+    "Does the following sentence follow the rules of English grammar? Respond with Yes or No as your "
+    "answer.\n\n{sentence}",
+    "Would a native speaker of English accept the sentence below as grammatical? Answer Yes or No.\n\n{sentence}",
+    "Read the following sentence. Is it well-formed English? Respond with Yes or No as your answer.\n\n{sentence}",
+))
 AB_SYSTEM = "Your task is to compare the quality of given sentences."
-AB_PROMPTS = (
-    Prompt(AB_SYSTEM, "One of the following sentences is grammatically acceptable and the other is not. Which one "
-                      "is acceptable? Respond with A or B as your answer.\n\nA: {a}\nB: {b}"),
-    Prompt(AB_SYSTEM, "Which of these two sentences is grammatically correct? Answer A or B.\n\nA: {a}\nB: {b}"),
-    Prompt(AB_SYSTEM, "Only one of the sentences below follows the rules of English grammar. Which one? Respond "
-                      "with A or B as your answer.\n\nA: {a}\nB: {b}"),
-    Prompt(AB_SYSTEM, "A native speaker of English would accept one of these sentences and reject the other. Which "
-                      "one would they accept? Answer A or B.\n\nA: {a}\nB: {b}"),
-    Prompt(AB_SYSTEM, "Read the following two sentences. Which one is well-formed English? Respond with A or B as "
-                      "your answer.\n\nA: {a}\nB: {b}"),
-)
+AB_PROMPTS = tuple(Prompt(AB_SYSTEM, user) for user in (
+    "One of the following sentences is grammatically acceptable and the other is not. Which one is "
+    "acceptable? Respond with A or B as your answer.\n\nA: {a}\nB: {b}",
+    "Which of these two sentences is grammatically correct? Answer A or B.\n\nA: {a}\nB: {b}",
+    "Only one of the sentences below follows the rules of English grammar. Which one? Respond with A or B "
+    "as your answer.\n\nA: {a}\nB: {b}",
+    "A native speaker of English would accept one of these sentences and reject the other. Which one would "
+    "they accept? Answer A or B.\n\nA: {a}\nB: {b}",
+    "Read the following two sentences. Which one is well-formed English? Respond with A or B as your "
+    "answer.\n\nA: {a}\nB: {b}",
+))
 YES_NO_ANSWERS = ("Yes", "No")
 AB_ANSWERS = ("A", "B")
 STYLES = ("auto", "chat", "base")

@@ -142,7 +142,8 @@ def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Map
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
         "tuned_on": dev, "base": base.name, "weights": result.weights,
         "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": plot},
+                   "dev": metric.scale * result.dev, "plot": plot,
+                   "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
         "signature": signature, "sets": entries,
     }

@@ -82,6 +82,19 @@ class Scorer(ABC):
         if self.device.startswith("cuda") and torch.cuda.is_available():
             torch.cuda.empty_cache()
 
+    def load_model(self, auto_class: Any, model: str, device: str, dtype: str, loaded: tuple[Any, Any] | None = None,
+                   fingerprint_of: str | None = None, **options: Any) -> None:
+        """Resolve ``device`` and ``dtype``, load ``model`` with ``auto_class`` (or take the in-memory ``loaded``
+        (tokenizer, model) pair), place it, and fingerprint its files for the signature (``model_tag``)."""
+        from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
+
+        self.model_name, self.device = model, resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.tokenizer, self.model = loaded or load_pretrained(auto_class, model, **options)
+        self.place(self.model)
+        self.model_tag = f"{model}@{'in-memory' if loaded else fingerprint(fingerprint_of or str(model), self.model)}"
+        self.dtype_name = str(self.dtype).removeprefix("torch.")
+
     def place(self, model: Any) -> Any:
         """``model`` on the scorer's device; with ``compile``, each of its layers ``torch.compile``d."""
         import torch

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from .base import Scorer, no_grad_context, pad_rows, token_bytes
-from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 from .windows import causal_windows, model_positions
 
 BOS_POLICIES = ("auto", "bos", "eos")
@@ -37,12 +36,10 @@ class CausalLMScorer(Scorer):
             raise ConfigError(f"bos must be one of {', '.join(BOS_POLICIES)}, not {bos!r}")
         from transformers import AutoModelForCausalLM
 
-        self.model_name, self.score_eos, self.bos_policy = model, score_eos, bos
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
-        self.tokenizer, self.model = loaded or load_pretrained(AutoModelForCausalLM, model, revision=revision,
-                                                               gguf_file=gguf_file, trust_remote_code=trust_remote_code)
-        self.place(self.model)
+        self.score_eos, self.bos_policy = score_eos, bos
+        self.load_model(AutoModelForCausalLM, model, device, dtype, loaded,
+                        str(model) if gguf_file is None else f"{model}/{gguf_file}", revision=revision,
+                        gguf_file=gguf_file, trust_remote_code=trust_remote_code)
         self.bytes_per_token = token_bytes(self.model.config, vocabulary_logits=True)
         tok = self.tokenizer
         self.bos_id = {"auto": tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id,
@@ -51,17 +48,14 @@ class CausalLMScorer(Scorer):
             raise ConfigError(f"model {model!r} has no {bos} token to condition on")
         if score_eos and tok.eos_token_id is None:
             raise ConfigError(f"model {model!r} has no EOS token to score")
-        self._fingerprint = "in-memory" if loaded else fingerprint(
-            str(model) if gguf_file is None else f"{model}/{gguf_file}", self.model)
-        self._dtype_name = str(self.dtype).removeprefix("torch.")
         self.width = max(2, window or model_positions(self.model, self.tokenizer))
         self.stride = max(1, min(stride or self.width // 2, self.width - 1))
         self.window_given = {k: v for k, v in (("window", window), ("stride", stride)) if v}
 
     @property
     def signature(self) -> str:
-        return self._signature(model=f"{self.model_name}@{self._fingerprint}", bos=self.bos_id,
-                               eos="scored" if self.score_eos else "no", dtype=self._dtype_name, **self.window_given)
+        return self._signature(model=self.model_tag, bos=self.bos_id,
+                               eos="scored" if self.score_eos else "no", dtype=self.dtype_name, **self.window_given)
 
     def windows(self, sentence: np.ndarray) -> list[tuple[int, int, int]]:
         return causal_windows(len(sentence), self.width, self.stride)
@@ -136,8 +130,8 @@ class NextTokenScorer(Scorer):
     @property
     def signature(self) -> str:
         lm = self.lm
-        return self._signature(model=f"{lm.model_name}@{lm._fingerprint}", bos=lm.bos_id if self.add_bos else "none",
-                               candidates=",".join(map(str, self.candidate_ids)), dtype=lm._dtype_name)
+        return self._signature(model=lm.model_tag, bos=lm.bos_id if self.add_bos else "none",
+                               candidates=",".join(map(str, self.candidate_ids)), dtype=lm.dtype_name)
 
     def prepare(self, text: str) -> np.ndarray:
         ids = self.lm.tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -14,7 +14,6 @@ import numpy as np
 from ..errors import ConfigError
 from .base import Scorer, no_grad_context, pad_rows, token_bytes
 from .encoder_at import EncoderAt
-from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 from .windows import masked_shifts, model_positions
 
 VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
@@ -100,26 +99,21 @@ class MaskedLMScorer(Scorer):
             raise ConfigError(f"words must be one of {', '.join(WORD_BOUNDARIES)}, not {words!r}")
         from transformers import AutoModelForMaskedLM
 
-        self.model_name, self.variant, self.words = model, variant, words
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
-        self.tokenizer, self.model = loaded or load_pretrained(AutoModelForMaskedLM, model, revision=revision,
-                                                               trust_remote_code=trust_remote_code)
-        self.place(self.model)
+        self.variant, self.words = variant, words
+        self.load_model(AutoModelForMaskedLM, model, device, dtype, loaded, revision=revision,
+                        trust_remote_code=trust_remote_code)
         self.bytes_per_token = token_bytes(self.model.config)
         if self.tokenizer.mask_token_id is None:
             raise ConfigError(f"model {model!r} has no mask token")
         self.positions_limit, self.window_given = window or model_positions(self.model, self.tokenizer), bool(window)
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
         self.encoder_at = EncoderAt(self.model.base_model, fast=last_layer_at_mask) if self.head is not None else None
-        self._fingerprint = "in-memory" if loaded else fingerprint(model, self.model)
-        self._dtype_name = str(self.dtype).removeprefix("torch.")
 
     @property
     def signature(self) -> str:
         window = {"window": self.positions_limit} if self.window_given else {}
-        return self._signature(model=f"{self.model_name}@{self._fingerprint}", variant=self.variant,
-                               words=self.words, dtype=self._dtype_name, **window)
+        return self._signature(model=self.model_tag, variant=self.variant,
+                               words=self.words, dtype=self.dtype_name, **window)
 
     def prepare(self, text: str) -> MaskedSentence:
         enc = self.tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=self.words == "whitespace")

@@ -15,7 +15,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from .base import Scorer, no_grad_context, pad_rows
-from .loading import fingerprint, load_pretrained, resolve_device, resolve_dtype
 
 LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
 
@@ -44,22 +43,16 @@ class StudentScorer(Scorer):
         import transformers
         from transformers import AutoConfig
 
-        self.model_name = model
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
         if loaded is None:
             self.info = student_info(AutoConfig.from_pretrained(model, revision=revision), model)
             if self.info.get("normaliser", self.normaliser.signature) != self.normaliser.signature:
                 raise ConfigError(f"{model}: the student learnt from texts normalised as {self.info['normaliser']!r}, "
                                   f"not {self.normaliser.signature!r}: set case/append_period to match")
-            auto = getattr(transformers, LEVELS[self.info["level"]])
-            self.tokenizer, self.model = load_pretrained(auto, model, revision=revision)
         else:
-            self.tokenizer, self.model = loaded
-            self.info = student_info(self.model.config, model)
-        self.place(self.model).eval()
-        self._fingerprint = fingerprint(str(model), self.model) if loaded is None else "in-memory"
-        self._dtype_name = str(self.dtype).removeprefix("torch.")
+            self.info = student_info(loaded[1].config, model)
+        self.load_model(getattr(transformers, LEVELS[self.info["level"]]), model, device, dtype, loaded,
+                        revision=revision)
+        self.model.eval()
 
     @property
     def level(self) -> str:
@@ -67,7 +60,7 @@ class StudentScorer(Scorer):
 
     @property
     def signature(self) -> str:
-        return self._signature(model=f"{self.model_name}@{self._fingerprint}", level=self.level, dtype=self._dtype_name)
+        return self._signature(model=self.model_tag, level=self.level, dtype=self.dtype_name)
 
     def prepare(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Token ids and the positions of the scored (non-special) tokens."""
