@@ -211,3 +211,25 @@ def test_robust_search_keeps_a_weight_only_as_large_as_the_dev_set_justifies():
     one = [Column("lm2", step=0.1)]
     result = robust_search(Features.of(tiny, Column("score"), one), NBestStats.compute(tiny, make_metric("wer")), one)
     assert result.weights == {"lm2": 0.0}
+
+
+def test_half_splits_tune_on_one_half_and_measure_the_other():
+    from rescorer.combine.heldout import half_splits, subset
+    from rescorer.metrics import WER
+
+    nbest = planted({"lm": 0.5}, utterances=60)
+    columns = [Column("lm", step=0.1)]
+    features, stats = Features.of(nbest, Column("score"), columns), NBestStats.compute(nbest, WER())
+    study = half_splits(features, stats, columns, {"fast": {}, "robust": {"samples": 50}}, splits=3, seed=4)
+    assert len(study["fast"]["deltas"]) == len(study["robust"]["weights"]) == 3
+    order = np.random.default_rng(4).permutation(60)
+    tune, held = np.sort(order[:30]), np.sort(order[30:])
+    weight = fast_search(*subset(features, stats, tune), columns).weights["lm"]
+    assert study["fast"]["weights"][0] == {"lm": weight}
+    refs = [nbest.utterances[i].ref for i in held]
+    chosen = [nbest.utterances[i].hyps[int(r)].text for i, r in
+              zip(held, best_ranks(subset(features, stats, held)[0], np.array([weight])))]
+    first = [nbest.utterances[i].hyps[0].text for i in held]
+    import jiwer
+    assert study["fast"]["deltas"][0] == pytest.approx(100 * (jiwer.wer(refs, chosen) - jiwer.wer(refs, first)))
+    assert study["fast"]["mean"] == pytest.approx(np.mean(study["fast"]["deltas"]))

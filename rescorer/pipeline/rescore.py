@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..combine import Column, Features, SearchResult, search_weights, totals
+from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
@@ -92,8 +93,10 @@ def apply(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int
 
 def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, out_dir: str | Path,
             base: Column, columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
-            tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data") -> dict[str, Any]:
-    """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report."""
+            tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
+            halves: int = 0) -> dict[str, Any]:
+    """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report (``halves`` > 0
+    adds that many random half-splits of the tuning set comparing the fast and robust rules)."""
     columns = list(columns) if columns else default_columns(list(scorers))
     dev = tuning_set(list(sets), tune_on)
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
@@ -111,12 +114,15 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
         entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
                         for column, scorer in scorers.items()}
         applied[name] = (new, entry)
+    study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
+                        {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
     with run_dir(out_dir) as out:
         entries = {name: {**entry, "outputs": write_rescored(new, out, name, metric)}
                    for name, (new, entry) in applied.items()}
         plot = weight_plot(result, [c.name for c in columns], metric, out.work / f"weights_{dev}.png")
         report = rescore_report(result, columns, scorers, metric, base, dev, data, entries,
                                 out.shown(plot) if plot else None)
+        report["halves"] = study
         table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
                  "ci95.low", "ci95.high"]
         weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
