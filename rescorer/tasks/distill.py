@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from ..engine import load_scorer
+from ..errors import ConfigError
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
 from ..plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
 from ..train.distill import DistillConfig, distill
+from ..train.mwer import MWERConfig, mwer_distill, nbest_lists
 from . import data_of, plain
 
 OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patience", "dev_fraction", "max_length",
@@ -49,13 +51,26 @@ def heldout(cfg: Any, teacher_options: dict[str, Any], student_dir: Path, seen: 
     return sets
 
 
+def mwer_options(task: dict[str, Any], teacher: dict[str, Any]) -> MWERConfig:
+    """The MWER objective's lists (``task.lists``: N-best sets with references) and settings."""
+    if task["objective"] != "mwer":
+        raise ConfigError(f"task.objective must be mse or mwer, not {task['objective']!r}")
+    if not task["lists"]:
+        raise ConfigError("task.objective=mwer needs task.lists: N-best sets with references to train on")
+    normaliser = Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))
+    lists = nbest_lists([NBestSet(**spec).read() for spec in task["lists"].values()], task["base"], normaliser)
+    return MWERConfig(lists, **{k: task["mwer"][k] for k in ("beta", "scale", "scale_lr", "lists_per_step",
+                                                            "held_fraction")})
+
+
 def run(cfg: Any) -> dict[str, Any]:
     task = plain(cfg.task)
     teacher = {k: v for k, v in task["teacher"].items() if k != "_target_"}
     texts = training_texts(task)
     out = Path(cfg.out_dir)
-    result = distill(DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=cfg.engine.progress,
-                                   engine=plain(cfg.engine), **{k: task[k] for k in OPTIONS}))
+    config = DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=cfg.engine.progress,
+                           engine=plain(cfg.engine), **{k: task[k] for k in OPTIONS})
+    result = distill(config) if task["objective"] == "mse" else mwer_distill(config, mwer_options(task, teacher))
     distill_plot(result["curve"], out / "curve.png")
     best = next(c for c in result["curve"] if c["step"] == result["best_step"])
     report = {"task": "distill", "data": cfg.data.name, "signature": result["teacher"],

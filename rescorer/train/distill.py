@@ -184,11 +184,13 @@ class Distillation(Objective):
         return {"epoch": step / self.steps_per_epoch}
 
 
-def distill(cfg: DistillConfig) -> dict[str, Any]:
-    """Train (or resume training) a student; ``out_dir/student`` is the best checkpoint so far."""
-    options = {k: v for k, v in asdict(cfg).items() if k != "texts"}
-    out = start_run(cfg.out_dir, {**options, "texts": len(cfg.texts)})
-    objective = Distillation(cfg)
+def distill(cfg: DistillConfig, objective: Distillation | None = None,
+            options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train (or resume training) a student by regression on the teacher's PLLs, or by another ``objective``
+    (its ``options`` recorded with the run); ``out_dir/student`` is the best checkpoint so far."""
+    recorded = {k: v for k, v in asdict(cfg).items() if k != "texts"}
+    out = start_run(cfg.out_dir, {**recorded, "texts": len(cfg.texts), **(options or {})})
+    objective = objective or Distillation(cfg)
     limits = Limits(steps=cfg.epochs * objective.steps_per_epoch, eval_every=cfg.eval_every,
                     max_seconds=cfg.max_seconds, patience=cfg.patience, record_at_stop=True)
     state = train(objective, limits, out, cfg.progress)
