@@ -29,6 +29,10 @@ class ConfigError(RescorerError, ValueError):
     """A configuration value that cannot work."""
 
 
+class StoreError(RescorerError):
+    """A score store that cannot be opened, read or written (it names the file and says what to do)."""
+
+
 class ScorerError(RescorerError, RuntimeError):
     """A model or scorer that cannot be loaded or run."""
 

@@ -1,10 +1,13 @@
 """Persistent score store: SQLite, keyed by (scorer signature, scored text); resumable and safe to read concurrently."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from .errors import StoreError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -22,29 +25,49 @@ class ScoreStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        with self.errors("open"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            problems = [row[0] for row in self.db.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            self.db.close()
+            raise StoreError(f"{self.path}: the score store is damaged ({problems[0]}); move it aside or delete it "
+                             "(its scores are then recomputed)")
+
+    @contextlib.contextmanager
+    def errors(self, doing: str) -> Iterator[None]:
+        """SQLite and file-system errors as one line naming the store and what failed."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as err:
+            advice = "; move it aside or delete it (its scores are then recomputed)" if isinstance(
+                err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError) else ""
+            raise StoreError(f"{self.path}: cannot {doing} the score store ({err}){advice}") from None
 
     def get(self, signature: str, texts: Iterable[str]) -> dict[str, tuple[float, list[float]]]:
         """Stored scores of those ``texts`` that have one."""
         out: dict[str, tuple[float, list[float]]] = {}
         texts = list(dict.fromkeys(texts))
+        with self.errors("read"):
+            self._get(signature, texts, out)
+        return out
+
+    def _get(self, signature: str, texts: list[str], out: dict[str, tuple[float, list[float]]]) -> None:
         for start in range(0, len(texts), 500):
             chunk = texts[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self.db.execute(
                 f"SELECT text, total, tokens FROM scores WHERE signature = ? AND text IN ({marks})", [signature, *chunk])
             out.update({text: (total, json.loads(tokens)) for text, total, tokens in rows})
-        return out
 
     def put(self, signature: str, scores: Mapping[str, tuple[float, Sequence[float]]]) -> None:
         """Store finished sentences in one transaction (all or nothing)."""
         if not scores:
             return
-        with self.db:
+        with self.errors("write to"), self.db:
             self.db.execute("BEGIN")
             self.db.executemany(
                 "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",

@@ -117,3 +117,33 @@ def test_issue16_13_the_readmes_own_data_command_works_as_written(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["tuned_on"] == "dev" and set(report["sets"]) == {"dev", "test"}
+
+
+def damaged_store(path: Path) -> None:
+    """A real store with many pages, then a middle page overwritten with garbage."""
+    from rescorer.store import ScoreStore
+
+    with ScoreStore(path) as store:
+        store.put("sig", {f"text {i} " * 20: (-1.0, [-0.5] * 40) for i in range(2000)})
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    middle = (len(data) // 4096 // 2) * 4096
+    data[middle + 100 : middle + 3000] = os.urandom(2900)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["damaged", "not a database", "under a file"])
+def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path):
+    store = tmp_path / "s.sqlite"
+    if kind == "damaged":
+        damaged_store(store)
+    elif kind == "not a database":
+        store.write_text("this is not sqlite\n" * 400)
+    else:
+        (tmp_path / "afile").write_text("x")
+        store = tmp_path / "afile" / "s.sqlite"
+    result = run(tmp_path, CTC, f"engine.store={store}")
+    assert_one_line_exit_2(result, str(store))
+    if kind != "under a file":
+        assert "move it aside or delete it" in result.stderr
+    assert not (tmp_path / "out").exists()
