@@ -174,7 +174,8 @@ def adapt(cfg: AdaptConfig, texts: Sequence[str] | None = None) -> dict[str, Any
 
 def export_delta(model_dir: str | Path, out_dir: str | Path, shard_mb: int = 12) -> Path:
     """Ship an adapted model as fp16 safetensors shards of every weight except the (frozen, tied) word
-    embeddings, which the pip-installed encoder already has; ``materialise`` rebuilds the full model."""
+    embeddings, which the pip-installed encoder already has; ``rescorer.shipped.minilm_mlm`` rebuilds the
+    full model."""
     import torch
     from huggingface_hub import save_torch_state_dict
     from transformers import AutoModelForMaskedLM
