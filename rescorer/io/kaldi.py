@@ -22,11 +22,11 @@ from .common import (
 from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
-WORDS = "words_text"
+WORDS_FILE = "words_text"
 
 
 def is_kaldi_dir(path: Path) -> bool:
-    return path.is_dir() and (path / WORDS).is_file()
+    return path.is_dir() and (path / WORDS_FILE).is_file()
 
 
 def _cost_files(path: Path) -> dict[str, Path]:
@@ -45,8 +45,8 @@ def _split_key(key: str, path: Path, number: int) -> tuple[str, int]:
 def read(path: str | Path) -> NBest:
     path = Path(path)
     if not is_kaldi_dir(path):
-        raise NBestFormatError(path, None, f"expected a directory with a '{WORDS}' file (run int2sym.pl -f 2- on 'words')")
-    words = path / WORDS
+        raise NBestFormatError(path, None, f"expected a directory with a '{WORDS_FILE}' file (run int2sym.pl -f 2- on 'words')")
+    words = path / WORDS_FILE
     order: dict[str, list[tuple[int, str, int]]] = {}
     keys: dict[str, int] = {}
     for number, line in enumerate(read_lines(words), 1):
@@ -62,7 +62,7 @@ def read(path: str | Path) -> NBest:
         for number, line in enumerate(read_lines(file), 1):
             key, raw = split_key(line)
             if key not in keys:
-                raise NBestFormatError(file, number, f"key not in {WORDS}", key)
+                raise NBestFormatError(file, number, f"key not in {WORDS_FILE}", key)
             if not raw.strip():
                 raise NBestFormatError(file, number, "truncated line (no cost)", line)
             if key in values:
@@ -101,11 +101,11 @@ def write(nbest: NBest, path: str | Path) -> None:
                                        f"per column); a hypothesis of {utt.id!r} lacks", missing)
     file_of = {col: name for name, col in COST_FILES.items()}
     with atomic_dir(path) as tmp:
-        files: dict[str, list[tuple[str, str]]] = {WORDS: []}
+        files: dict[str, list[tuple[str, str]]] = {WORDS_FILE: []}
         for utt in nbest:
             for rank, hyp in enumerate(utt.hyps, 1):
                 key = f"{utt.id}-{rank}"
-                files[WORDS].append((key, hyp.text))
+                files[WORDS_FILE].append((key, hyp.text))
                 for column in hyp.scores:
                     cost = target.value(utt, hyp, column, lambda v: -v)
                     files.setdefault(file_of.get(column, f"{column}.cost"), []).append((key, cost))
