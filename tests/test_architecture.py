@@ -22,6 +22,7 @@ LAYERS = [
     ("plots", "report"),
     ("combine",),
     ("metrics",),
+    ("filehash",),             # whole-content model hashes, cached (atomic writes through io)
     ("io",),
     ("normalise", "store", "shipped", "devtools", "paths"),
     ("types", "errors", "version"),
