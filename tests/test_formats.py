@@ -144,6 +144,22 @@ def test_espnet2_to_jsonl_and_back_is_lossless(tmp_path):
     assert back == original
 
 
+def test_espnet2_decode_dir_has_the_1best_text_asr_sh_scores(tmp_path):
+    """A written ESPnet2 list is a decode directory asr.sh's scoring stage takes: a top-level ``text`` (and
+    ``score``) of each utterance's first hypothesis, sorted by id; the reader still reads the ranks only."""
+    from dataclasses import replace
+
+    original = read(ESPNET2)
+    flipped = original.with_utterances([replace(u, hyps=u.hyps[::-1]) for u in reversed(original.utterances)])
+    back = write_and_read(flipped, tmp_path / "decode", "espnet2")
+    assert back == flipped
+    ids = sorted(u.id for u in original)
+    by_id = {u.id: u for u in flipped}
+    assert (tmp_path / "decode" / "text").read_text().splitlines() == [f"{i} {by_id[i].hyps[0].text}" for i in ids]
+    assert [line.split()[0] for line in (tmp_path / "decode" / "score").read_text().splitlines()] == ids
+    assert (tmp_path / "decode" / "score").read_text().splitlines()[0] == f"{ids[0]} {by_id[ids[0]].hyps[0].raw['score']}"
+
+
 # ---------------------------------------------------------------- references
 @pytest.mark.parametrize("rel, refs, expected", [
     pytest.param(ESPNET2, "espnet2/data/dev_clean/text", [LIBRI_0000, LIBRI_0001, LIBRI_UNIVERSE, "TEN SECONDS"],
