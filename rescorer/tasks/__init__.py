@@ -10,17 +10,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, RescorerError
-from ..paths import ROOT
+from ..paths import CONF, DEMO, root
 from ..shipped import package_dir, shipped_model
 
-CONF = ROOT / "conf"
 
 
 def register_resolvers() -> None:
-    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory and
-    ``${shipped:NAME}`` a shipped model's directory (built and cached on first use)."""
+    """``${root:}`` is the repository root (the current directory for an installed package), ``${demo:}`` the
+    shipped demo excerpt, ``${pkg:NAME}`` an installed package's directory and ``${shipped:NAME}`` a shipped
+    model's directory (built and cached on first use)."""
     if not OmegaConf.has_resolver("root"):
-        OmegaConf.register_new_resolver("root", lambda: str(ROOT))
+        OmegaConf.register_new_resolver("root", lambda: str(root()))
+    if not OmegaConf.has_resolver("demo"):
+        OmegaConf.register_new_resolver("demo", lambda: str(DEMO))
     if not OmegaConf.has_resolver("pkg"):
         OmegaConf.register_new_resolver("pkg", lambda name: str(package_dir(name)))
     if not OmegaConf.has_resolver("shipped"):
