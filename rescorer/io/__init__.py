@@ -10,6 +10,7 @@ from ..errors import ConfigError, NBestFormatError
 from ..types import NBest
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
 from .common import load_json, read_text
+from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .target import check_writable
 
@@ -112,4 +113,5 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     WRITERS[fmt](nbest, path, **options)
 
 
-__all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "read_nbest", "read_refs", "write_nbest"]
+__all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
+           "write_nbest"]
