@@ -31,6 +31,8 @@ KALDI = "kaldi/nbest"
 MLM = "mlm-scoring/dev-clean.am.json"
 MLM_INT = "mlm-scoring/int-scores.json"
 JSONL = "jsonl/nbest.jsonl"
+HYPORADISE = "hyporadise/test_chime4.json"
+HYPORADISE_COMPACT = "hyporadise/compact.json"
 
 LIBRI_0000 = "MISTER QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES AND WE ARE GLAD TO WELCOME HIS GOSPEL"
 LIBRI_0001 = "NOR IS MISTER QUILTER'S MANNER LESS INTERESTING THAN HIS MATTER"
@@ -59,6 +61,8 @@ FIXTURES = [
     pytest.param(MLM, "mlm-scoring", [("1272-128104-0000", 3), ("1272-128104-0001", 2)], id="mlm-scoring"),
     pytest.param(MLM_INT, "mlm-scoring", [("utt0", 2), ("utt1", 2)], id="mlm-scoring-int-scores"),
     pytest.param(JSONL, "jsonl", [("dev-0001", 3), ("dev-0002", 2)], id="jsonl"),
+    pytest.param(HYPORADISE, "hyporadise", [("F01_050C0101_BUS", 3), ("1", 2), ("7", 3)], id="hyporadise"),
+    pytest.param(HYPORADISE_COMPACT, "hyporadise", [("u1", 2), ("u2", 1)], id="hyporadise-compact"),
 ]
 
 # ---------------------------------------------------------------- helpers
@@ -180,6 +184,8 @@ def test_espnet2_decode_dir_has_the_1best_text_asr_sh_scores(tmp_path):
                  ["STUFF IT INTO YOU HIS BELLY COUNSELLED HIM", "HE COULD WAIT NO LONGER"], id="kaldi+kaldi-text"),
     pytest.param(MLM, None, [LIBRI_0000.lower(), LIBRI_0001.lower()], id="mlm-scoring"),
     pytest.param(JSONL, None, ["the cat sat on the mat", None], id="jsonl"),
+    pytest.param(HYPORADISE, None, ["the cat sat on the mat", "hello there world", "café crème brûlée au sucre"],
+                 id="hyporadise"),
 ])
 def test_references(rel, refs, expected):
     """References come from the file itself or are attached from .trn, Kaldi text, manifest or plain lines."""
