@@ -1,4 +1,5 @@
-"""The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``."""
+"""The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``; ``--help`` and
+``--version`` are answered before Hydra starts."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +7,10 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from .tasks import CONF, register_resolvers, run_task, user_error
+from .tasks import CONF, register_resolvers, run_task, task_names, user_error
+from .version import __version__
+
+GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")
@@ -26,7 +30,26 @@ def _hydra_main(cfg: DictConfig) -> None:
         sys.exit(2)
 
 
+def usage() -> str:
+    """A few lines: what to type, the tasks and every config group's options."""
+    rows = {"task=": task_names(), **{("+" if group == "experiment" else "") + f"{group}=":
+                                      sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in GROUPS}}
+    width = max(map(len, rows))
+    return "\n".join([f"rescorer {__version__}: rescore ASR/MT N-best lists with language models",
+                      "usage: rescorer [task=TASK] [data=DATA] [scorer=[pll,ll]] [GROUP=OPTION] [key=value ...]",
+                      *(f"  {label:<{width}} {' '.join(names)}" for label, names in rows.items()),
+                      "e.g.   rescorer task=rescore data=demo scorer=[ll]    rescorer +experiment=demo",
+                      f"more:  rescorer ... --cfg job (the composed config), --hydra-help; configs: {CONF}"])
+
+
 def main() -> None:
+    args = sys.argv[1:]
+    if "--version" in args:
+        print(f"rescorer {__version__}")
+        return
+    if "--help" in args or "-h" in args:
+        print(usage())
+        return
     register_resolvers()
     _hydra_main()
 

@@ -1,5 +1,7 @@
-"""Where things are: the repository root, and the real data sets (``$RESCORER_DATA``, else ``../shared/data``).
+"""Where things are: the configs, the demo excerpt, ``${root:}``, and the real data sets.
 
+A source checkout keeps ``conf/`` and ``recipes/demo/data`` at the repository top; an installed wheel ships
+them inside the package (``rescorer/conf``, ``rescorer/demo``), so the same code finds them either way.
 The data rule is the same as ``conf/paths/default.yaml`` (``${paths.data}``), for code that does not compose a config.
 """
 from __future__ import annotations
@@ -8,9 +10,19 @@ import os
 from pathlib import Path
 
 DATA_ENV = "RESCORER_DATA"
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent  # the repository root of a source checkout (an installed package's site-packages)
+INSTALLED = (PACKAGE / "conf" / "config.yaml").is_file()  # a wheel ships conf/ inside the package
+CONF = PACKAGE / "conf" if INSTALLED else ROOT / "conf"
+DEMO = PACKAGE / "demo" if INSTALLED else ROOT / "recipes" / "demo" / "data"
+
+
+def root() -> Path:
+    """What ``${root:}`` means: the repository root of a source checkout; for an installed package, which has
+    no repository, the current directory (where ``exp/`` goes too)."""
+    return Path.cwd() if INSTALLED else ROOT
 
 
 def data_root() -> Path:
-    """The data root: ``$RESCORER_DATA`` if set (and not empty), else ``<repository>/../shared/data``."""
-    return Path(os.environ.get(DATA_ENV) or ROOT.parent / "shared" / "data")
+    """The data root: ``$RESCORER_DATA`` if set (and not empty), else ``${root:}/../shared/data``."""
+    return Path(os.environ.get(DATA_ENV) or root().parent / "shared" / "data")

@@ -31,6 +31,8 @@ KALDI = "kaldi/nbest"
 MLM = "mlm-scoring/dev-clean.am.json"
 MLM_INT = "mlm-scoring/int-scores.json"
 JSONL = "jsonl/nbest.jsonl"
+HYPORADISE = "hyporadise/test_chime4.json"
+HYPORADISE_COMPACT = "hyporadise/compact.json"
 
 LIBRI_0000 = "MISTER QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES AND WE ARE GLAD TO WELCOME HIS GOSPEL"
 LIBRI_0001 = "NOR IS MISTER QUILTER'S MANNER LESS INTERESTING THAN HIS MATTER"
@@ -59,6 +61,8 @@ FIXTURES = [
     pytest.param(MLM, "mlm-scoring", [("1272-128104-0000", 3), ("1272-128104-0001", 2)], id="mlm-scoring"),
     pytest.param(MLM_INT, "mlm-scoring", [("utt0", 2), ("utt1", 2)], id="mlm-scoring-int-scores"),
     pytest.param(JSONL, "jsonl", [("dev-0001", 3), ("dev-0002", 2)], id="jsonl"),
+    pytest.param(HYPORADISE, "hyporadise", [("F01_050C0101_BUS", 3), ("1", 2), ("7", 3)], id="hyporadise"),
+    pytest.param(HYPORADISE_COMPACT, "hyporadise", [("u1", 2), ("u2", 1)], id="hyporadise-compact"),
 ]
 
 # ---------------------------------------------------------------- helpers
@@ -144,6 +148,22 @@ def test_espnet2_to_jsonl_and_back_is_lossless(tmp_path):
     assert back == original
 
 
+def test_espnet2_decode_dir_has_the_1best_text_asr_sh_scores(tmp_path):
+    """A written ESPnet2 list is a decode directory asr.sh's scoring stage takes: a top-level ``text`` (and
+    ``score``) of each utterance's first hypothesis, sorted by id; the reader still reads the ranks only."""
+    from dataclasses import replace
+
+    original = read(ESPNET2)
+    flipped = original.with_utterances([replace(u, hyps=u.hyps[::-1]) for u in reversed(original.utterances)])
+    back = write_and_read(flipped, tmp_path / "decode", "espnet2")
+    assert back == flipped
+    ids = sorted(u.id for u in original)
+    by_id = {u.id: u for u in flipped}
+    assert (tmp_path / "decode" / "text").read_text().splitlines() == [f"{i} {by_id[i].hyps[0].text}" for i in ids]
+    assert [line.split()[0] for line in (tmp_path / "decode" / "score").read_text().splitlines()] == ids
+    assert (tmp_path / "decode" / "score").read_text().splitlines()[0] == f"{ids[0]} {by_id[ids[0]].hyps[0].raw['score']}"
+
+
 # ---------------------------------------------------------------- references
 @pytest.mark.parametrize("rel, refs, expected", [
     pytest.param(ESPNET2, "espnet2/data/dev_clean/text", [LIBRI_0000, LIBRI_0001, LIBRI_UNIVERSE, "TEN SECONDS"],
@@ -164,6 +184,8 @@ def test_espnet2_to_jsonl_and_back_is_lossless(tmp_path):
                  ["STUFF IT INTO YOU HIS BELLY COUNSELLED HIM", "HE COULD WAIT NO LONGER"], id="kaldi+kaldi-text"),
     pytest.param(MLM, None, [LIBRI_0000.lower(), LIBRI_0001.lower()], id="mlm-scoring"),
     pytest.param(JSONL, None, ["the cat sat on the mat", None], id="jsonl"),
+    pytest.param(HYPORADISE, None, ["the cat sat on the mat", "hello there world", "café crème brûlée au sucre"],
+                 id="hyporadise"),
 ])
 def test_references(rel, refs, expected):
     """References come from the file itself or are attached from .trn, Kaldi text, manifest or plain lines."""

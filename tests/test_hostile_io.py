@@ -104,7 +104,7 @@ def test_issue16_3_sentence_id_without_a_reference_line_is_an_error(tmp_path):
 
 # ---------------------------------------------------------------- #5 conversions between formats
 SINGLE_SCORE = {"fairseq", "sockeye", "nemo", "mlm-scoring"}
-KEEPS_REFS = {"espnet1", "fairseq", "mlm-scoring", "jsonl"}
+KEEPS_REFS = {"espnet1", "fairseq", "mlm-scoring", "jsonl", "hyporadise"}
 
 
 def overall(scores: dict, target: str) -> str | None:
@@ -116,6 +116,9 @@ def kept(scores: dict, target: str) -> dict:
     """The columns ``target`` reads back (see rescorer/io/target.py): all, or the overall one renamed."""
     if target in ("jsonl", "kaldi"):
         return dict(scores)
+    if target == "hyporadise":  # am_score, else the overall score, as am_score; none (it is optional) without them
+        main = "am_score" if "am_score" in scores else overall(scores, target)
+        return {"am_score": scores[main]} if main else {}
     main = overall(scores, target)
     name = "total" if target in ("moses", "marian") else "score"
     if target in SINGLE_SCORE:
@@ -129,7 +132,10 @@ def refusal(nbest: NBest, target: str) -> str | None:
         return "sentence id must be a non-negative integer"
     if target == "nemo" and len({len(u.hyps) for u in nbest}) > 1:
         return "same number of beams"
-    if target not in ("jsonl", "kaldi") and any(overall(h.scores, target) is None for u in nbest for h in u.hyps):
+    if target == "kaldi" and len({frozenset(h.scores) for u in nbest for h in u.hyps}) > 1:
+        return "kaldi needs every column for every hypothesis"
+    if target not in ("jsonl", "kaldi", "hyporadise") and any(overall(h.scores, target) is None
+                                                             for u in nbest for h in u.hyps):
         return "no overall score"
     return None
 

@@ -21,8 +21,9 @@ COLUMNS = {
     "kaldi": ["am", "graph", "lm"],
     "mlm-scoring": ["score"],
     "jsonl": ["am", "lm_1", "pll"],
+    "hyporadise": ["am_score"],
 }
-KEEPS_REFS = {"espnet1", "fairseq", "mlm-scoring", "jsonl", "nemo"}
+KEEPS_REFS = {"espnet1", "fairseq", "mlm-scoring", "jsonl", "nemo", "hyporadise"}
 META = {"moses": {"labels": "equals"}, "marian": {"labels": "equals"}, "fairseq": {"log_base": "2"}}
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'éß", min_size=1, max_size=8)

@@ -7,13 +7,15 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..scorers import load_scorer as load_adapter
 from .bound import BoundScorer
+from .cores import apply_threads
 from .runner import Engine
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     """``engine.*``: where models run (``device``, ``dtype``, ``compile``), how rows are run (``budget``,
-    ``progress``, ``threads``), where scores are kept (``store``) and whether workers help (``scale``)."""
+    ``progress``, ``threads``: None for :func:`~rescorer.engine.cores.default_threads`), where scores are kept
+    (``store``) and whether workers help (``scale``)."""
 
     name: str = "local"
     device: str = "auto"
@@ -40,13 +42,10 @@ class EngineSettings:
         return cls(**options)
 
     def engine(self) -> Engine:
-        """The engine these settings describe (one torch thread count for the process when ``threads`` is set)."""
+        """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count."""
         from .scale import ScaleConfig
 
-        if self.threads:
-            import torch
-
-            torch.set_num_threads(self.threads)
+        apply_threads(self.threads)
         scale = ScaleConfig.of(self.scale) if self.scale else None
         return Engine(store=self.store, budget=self.budget, progress=self.progress, scale=scale)
 

@@ -8,8 +8,9 @@ from typing import Callable
 
 from ..errors import ConfigError, NBestFormatError
 from ..types import NBest
-from . import espnet, fairseq, jsonformats, kaldi, moses, nemo
+from . import espnet, fairseq, jsonformats, kaldi, moses, nemo, records, recordwrite
 from .common import load_json, read_text
+from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .target import check_writable
 
@@ -24,6 +25,8 @@ READERS: dict[str, Callable[..., NBest]] = {
     "kaldi": kaldi.read,
     "mlm-scoring": jsonformats.read_mlm_scoring,
     "jsonl": jsonformats.read_jsonl,
+    "hyporadise": records.read_hyporadise,
+    "fields": records.read_fields,
 }
 WRITERS: dict[str, Callable[..., None]] = {
     "espnet2": espnet.write_espnet2,
@@ -36,8 +39,11 @@ WRITERS: dict[str, Callable[..., None]] = {
     "kaldi": kaldi.write,
     "mlm-scoring": jsonformats.write_mlm_scoring,
     "jsonl": jsonformats.write_jsonl,
+    "hyporadise": recordwrite.write_hyporadise,
+    "fields": recordwrite.write_fields,
 }
-FORMATS = tuple(READERS)
+GENERIC = ("fields",)  # read through a field mapping (``fields=``), never detected
+FORMATS = tuple(name for name in READERS if name not in GENERIC)
 MT_FORMATS = frozenset({"fairseq", "moses", "marian", "sockeye"})
 ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
 
@@ -51,8 +57,11 @@ def detect_format(path: str | Path) -> str:
         if kaldi.is_kaldi_dir(path):
             return "kaldi"
         raise NBestFormatError(path, None, "unknown N-best directory layout (expected <n>best_recog/ or words_text)")
-    lines = read_text(path).splitlines()[:200]
+    text = read_text(path)
+    lines = text.splitlines()[:200]
     first = next((line for line in lines if line.strip()), "")
+    if first.lstrip().startswith("[") and records.looks_like_hyporadise(text):
+        return "hyporadise"
     if first.lstrip().startswith("{"):
         head = first.strip()
         try:
@@ -83,7 +92,7 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:
-        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(READERS)})", fmt)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
     nbest = READERS[fmt](path, **options)
@@ -103,7 +112,7 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     """
     fmt = fmt or nbest.fmt
     if fmt not in WRITERS:
-        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(FORMATS)})", fmt)
+        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(WRITERS)})", fmt)
     if score_column is not None:
         if fmt in ALL_COLUMNS:
             raise ConfigError(f"score_column is for formats with one overall score; {fmt} keeps every column by name")
@@ -112,4 +121,5 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     WRITERS[fmt](nbest, path, **options)
 
 
-__all__ = ["FORMATS", "MT_FORMATS", "attach_refs", "detect_format", "read_nbest", "read_refs", "write_nbest"]
+__all__ = ["FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
+           "write_nbest"]

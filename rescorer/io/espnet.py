@@ -134,10 +134,13 @@ def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
 
 def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
     """Write ``{n}best_recog/{text,score[,scores][,token]}``: the overall column (:class:`Target`) goes to
-    ``score``, every other column by name to ``scores`` (a JSON object per line; ESPnet itself never writes it)."""
+    ``score``, every other column by name to ``scores`` (a JSON object per line; ESPnet itself never writes it).
+    The 1-best also goes to ``text``, ``score`` (and ``token``) at the top, sorted by id, as ``asr.sh`` leaves a
+    decode directory for its scoring stage."""
     target = Target.of(nbest, "espnet2", path, score_column)
     depth = max((len(u.hyps) for u in nbest), default=0)
     with atomic_dir(path) as tmp:
+        _write_1best(nbest, target, tmp, path)
         for rank in range(depth):
             files: dict[str, list[tuple[str, str | None]]] = {"text": [], "score": [], "scores": [], "token": []}
             for utt in nbest:
@@ -157,6 +160,16 @@ def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = Non
                 default = "{}" if name == "scores" else ""
                 body = id_lines(((key, default if value is None else value) for key, value in rows), path)
                 (rank_dir / name).write_text(body, encoding="utf-8")
+
+
+def _write_1best(nbest: NBest, target: Target, tmp: Path, path: str | Path) -> None:
+    """The top-level ``text``/``score``/``token`` of an ESPnet2 decode directory: each utterance's first hypothesis."""
+    best = sorted(((u.id, u, u.hyps[0]) for u in nbest if u.hyps), key=lambda row: row[0])
+    (tmp / "text").write_text(id_lines(((key, h.text) for key, _, h in best), path), encoding="utf-8")
+    scores = ((key, _value(target, h, target.overall(utt, h))) for key, utt, h in best)
+    (tmp / "score").write_text(id_lines(scores, path), encoding="utf-8")
+    if any(h.tokens is not None for _, _, h in best):
+        (tmp / "token").write_text(id_lines(((key, h.tokens or "") for key, _, h in best), path), encoding="utf-8")
 
 
 def _value(target: Target, hyp: Hypothesis, column: str) -> str:

@@ -23,6 +23,10 @@ What each target keeps of a list read from another format (ids and texts always)
 - ``sockeye``: the overall column as ``score`` (written as a cost).
 - ``nemo``: the overall column as ``score``; ids and references only through the manifest.
 - ``mlm-scoring``: the overall column as ``score``, references; read back in sorted id order.
+- ``hyporadise``: the column ``am_score`` (``score_column=``, else ``am_score``, else the overall column) as
+  ``am_score``, references; ids as ``id`` where they are not the record index.
+- ``fields``: the mapping's score fields (default: every column), references, ids (``rescorer/io/records.py``);
+  one record per hypothesis cannot hold an utterance without hypotheses.
 
 Non-integer ids are not mapped to integers for fairseq/Moses/Marian: those ids are input line numbers,
 which references attach by (``refs.py``), and no mapping could keep that true.
@@ -136,7 +140,7 @@ ID_RULES: dict[str, Callable[[str, Path, str], None]] = {
 # Characters a line-based format cannot hold in a hypothesis text (or tokens, or a fairseq T line).
 TEXT_CHARS = {"espnet2": "\n\r", "kaldi": "\n\r", "fairseq": "\t\n\r", "moses": "\n\r", "marian": "\n\r",
               "nemo": "\t\n\r"}
-HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring"}  # formats that can hold an utterance without hypotheses
+HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring", "hyporadise", "fields"}  # can hold an utterance without hypotheses
 _LABEL_CHARS = re.compile(r"[\s=:|]")
 
 

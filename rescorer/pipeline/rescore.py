@@ -91,12 +91,25 @@ def apply(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int
     return reranked(scored.nbest, scored.features, weights), entry
 
 
-def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, out_dir: str | Path,
-            base: Column, columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
-            tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-            halves: int = 0) -> dict[str, Any]:
-    """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report (``halves`` > 0
-    adds that many random half-splits of the tuning set comparing the fast and robust rules)."""
+@dataclass(frozen=True)
+class Rescored:
+    """What a rescoring run gives back: the report (schema in README; ``outputs`` only when written) and every
+    set re-ranked under the tuned weights (column ``rescore`` added)."""
+
+    report: dict[str, Any]
+    nbests: dict[str, NBest]
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.report["weights"]
+
+
+def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, base: Column,
+                  columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
+                  tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
+                  out_dir: str | Path | None = None, halves: int = 0) -> Rescored:
+    """Tune on one set, apply to all; the report and the re-ranked sets, also written under ``out_dir`` if given
+    (``halves`` > 0 adds that many random half-splits of the tuning set comparing the fast and robust rules)."""
     columns = list(columns) if columns else default_columns(list(scorers))
     dev = tuning_set(list(sets), tune_on)
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
@@ -116,6 +129,11 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
         applied[name] = (new, entry)
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
+    nbests = {name: new for name, (new, _) in applied.items()}
+    if out_dir is None:
+        entries = {name: entry for name, (_, entry) in applied.items()}
+        report = rescore_report(result, columns, scorers, metric, base, dev, data, entries, None)
+        return Rescored({**report, "halves": study}, nbests)
     with run_dir(out_dir) as out:
         entries = {name: {**entry, "outputs": write_rescored(new, out, name, metric)}
                    for name, (new, entry) in applied.items()}
@@ -127,7 +145,16 @@ def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metri
                  "ci95.low", "ci95.high"]
         weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
         write_report(out.work, report, table, f"{data}: rescored with {weights_text} (tuned on {dev})")
-    return report
+    return Rescored(report, nbests)
+
+
+def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, out_dir: str | Path,
+            base: Column, columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
+            tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
+            halves: int = 0) -> dict[str, Any]:
+    """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report (``task=rescore``)."""
+    return rescore_lists(sets, scorers, metric, base, columns, search, tune_on, bootstrap, seed, data, out_dir,
+                         halves).report
 
 
 def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:

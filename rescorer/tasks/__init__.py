@@ -8,19 +8,21 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..engine import BoundScorer, load_scorers
+from ..engine import BoundScorer, EngineSettings, apply_threads, load_scorers
 from ..errors import ConfigError, RescorerError
-from ..paths import ROOT
+from ..paths import CONF, DEMO, root
 from ..shipped import package_dir, shipped_model
 
-CONF = ROOT / "conf"
 
 
 def register_resolvers() -> None:
-    """``${root:}`` is the repository root, ``${pkg:NAME}`` an installed package's directory and
-    ``${shipped:NAME}`` a shipped model's directory (built and cached on first use)."""
+    """``${root:}`` is the repository root (the current directory for an installed package), ``${demo:}`` the
+    shipped demo excerpt, ``${pkg:NAME}`` an installed package's directory and ``${shipped:NAME}`` a shipped
+    model's directory (built and cached on first use)."""
     if not OmegaConf.has_resolver("root"):
-        OmegaConf.register_new_resolver("root", lambda: str(ROOT))
+        OmegaConf.register_new_resolver("root", lambda: str(root()))
+    if not OmegaConf.has_resolver("demo"):
+        OmegaConf.register_new_resolver("demo", lambda: str(DEMO))
     if not OmegaConf.has_resolver("pkg"):
         OmegaConf.register_new_resolver("pkg", lambda name: str(package_dir(name)))
     if not OmegaConf.has_resolver("shipped"):
@@ -60,7 +62,8 @@ def check_keys(cfg: DictConfig, group: str, option: str) -> None:
 
 
 def run_task(cfg: DictConfig) -> Any:
-    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys."""
+    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys, with ``engine.threads``
+    torch threads."""
     name = cfg.task.name
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ConfigError(f"task.name={name!r} is not a task")
@@ -71,6 +74,7 @@ def run_task(cfg: DictConfig) -> Any:
     check_keys(cfg, "task", name)
     if cfg.get("search") is not None:
         check_keys(cfg, "search", cfg.search.get("name", "fast"))
+    apply_threads(EngineSettings.of(plain(cfg.get("engine"))).threads)  # every task, training included
     return module.run(cfg)
 
 

@@ -14,6 +14,7 @@ def run(cfg: Any) -> dict[str, Any]:
     sets, metric = read_sets(corpus)
     tuned = task.get("columns")
     columns = [Column.of(name, spec) for name, spec in tuned.items()] if tuned else None
-    return rescore(sets, scorers_of(cfg), metric, cfg.out_dir, Column.of(task["base"].get("name", "score"), {k: v for k, v in task["base"].items() if k != "name"}), columns, plain(cfg.search),
-                   task.get("tune_on"), task.get("bootstrap", 1000), task.get("seed", 0), data=corpus.name,
-                   halves=task.get("halves", 0))
+    base = dict(task["base"])
+    return rescore(sets, scorers_of(cfg), metric, cfg.out_dir, Column.of(base.pop("name", "score"), base), columns,
+                   plain(cfg.search), task.get("tune_on"), task.get("bootstrap", 1000), task.get("seed", 0),
+                   data=corpus.name, halves=task.get("halves", 0))

@@ -1,0 +1,4 @@
+"""``python -m rescorer``: the ``rescorer`` command."""
+from .cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""``rescorer.rescore``: the main job in one call, for a toolkit script — no Hydra, no config, files optional."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+from ..combine import Column
+from ..engine import BoundScorer, load_scorers
+from ..errors import ConfigError
+from ..io import MT_FORMATS
+from ..io.sets import NBestSet
+from ..metrics import make_metric
+from ..types import NBest
+from .rescore import Rescored, rescore_lists
+
+SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
+ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load_scorer options ({kind, model, …})
+
+
+def as_nbest(value: SetLike, name: str) -> NBest:
+    """A set as an :class:`NBest`: as given, read from a path (format detected), or read from NBestSet options
+    (``{"nbest": PATH, "refs": PATH, "fmt": …, "options": …, "every": …, "top": …}``)."""
+    if isinstance(value, NBest):
+        return value
+    if isinstance(value, (str, Path)):
+        return NBestSet(str(value)).read()
+    if isinstance(value, Mapping):
+        return NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v for k, v in value.items()}).read()
+    raise ConfigError(f"set {name!r}: expected an NBest, a path or NBestSet options, not {type(value).__name__}")
+
+
+def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
+            scorers: Mapping[str, ScorerLike] | None = None, *, metric: str = "auto", base: str = "score",
+            columns: Mapping[str, Mapping[str, Any] | None] | None = None, search: str | Mapping[str, Any] = "fast",
+            out_dir: str | Path | None = None, engine: Mapping[str, Any] | None = None, bootstrap: int = 1000,
+            seed: int = 0, data: str = "data") -> Rescored:
+    """Score every set with ``scorers``, tune the interpolation weights on ``dev``, apply them to every set.
+
+    ``dev`` is the tuning set (named ``dev`` in the report), or the name of one of ``sets``. Sets are NBests
+    (with references), paths, or NBestSet options. ``scorers`` map a column name to a loaded scorer
+    (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with ``engine``
+    settings). ``metric``: ``wer``, ``bleu`` or ``auto`` (BLEU for MT formats). ``base`` is the column of weight 1,
+    ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). With
+    ``out_dir`` the run's files are written there as ``task=rescore`` writes them; without, nothing is written.
+    Returns the report (``.report``, ``.weights``) and the re-ranked lists (``.nbests``)."""
+    named = {name: as_nbest(value, name) for name, value in (sets or {}).items()}
+    if isinstance(dev, str) and dev in named:
+        tune_on = dev
+    else:
+        if "dev" in named:
+            raise ConfigError("a set is named 'dev' and a separate dev set was given: rename one")
+        named, tune_on = {"dev": as_nbest(dev, "dev"), **named}, "dev"
+    if metric == "auto":
+        metric = "bleu" if any(n.fmt in MT_FORMATS for n in named.values()) else "wer"
+    missing = [name for name, nbest in named.items() if not nbest.has_refs]
+    if missing:
+        raise ConfigError(f"set(s) {missing} lack references: pass refs= when reading them")
+    loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
+    loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
+    tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
+    options = {"name": search} if isinstance(search, str) else dict(search)
+    return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric), Column(base),
+                         tuned, options, tune_on, bootstrap, seed, data, out_dir)

@@ -1,0 +1,137 @@
+"""Issue 18 #2: the top-level Python API — names pinned, README "Python API" examples run as written, and
+``rescorer.rescore``: tune on a dev list, apply to the others, report and re-ranked lists, files only on request."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jiwer
+import pytest
+
+import rescorer
+from rescorer import pipeline
+from rescorer.combine import Column
+from rescorer.metrics import make_metric
+
+from .conftest import DEMO, ROOT
+
+EXCERPT = {"every": 10, "top": 5}  # 20 utterances × 5 hypotheses per demo set
+
+
+@pytest.fixture(scope="module")
+def tiny_causal(tmp_path_factory) -> Path:
+    from rescorer.devtools import build_model
+
+    from .models import demo_texts
+
+    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
+
+
+def demo_set(name: str) -> dict:
+    return {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), **EXCERPT}
+
+
+def read_demo(name: str) -> rescorer.NBest:
+    return rescorer.io.sets.NBestSet(**demo_set(name)).read()
+
+
+def test_public_api_names():
+    for name in ("read_nbest", "write_nbest", "wer", "bleu", "load_scorer", "rescore", "nbest_from_generate",
+                 "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "__version__"):
+        assert name in rescorer.__all__ and hasattr(rescorer, name), name
+    for name in ("read_sets", "score_nbest", "prepare", "tune", "apply", "rescore", "rescore_lists", "evaluate"):
+        assert callable(getattr(rescorer.pipeline, name)), name
+    assert rescorer.io.nbest_from_generate is rescorer.nbest_from_generate
+
+
+def readme_blocks() -> list[str]:
+    """The Python blocks README marks as run by this file."""
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"<!-- tests/test_api\.py runs [^>]*-->\n```python\n(.*?)```", text, re.S)
+
+
+def test_readme_python_api_examples_run_as_written(tmp_path, tiny_causal, monkeypatch):
+    blocks = readme_blocks()
+    assert len(blocks) == 2
+    for name in ("dev_other", "test_clean"):  # the README's paths, made real: ESPnet2 decode dirs and Kaldi texts
+        nbest = read_demo(name)
+        rescorer.write_nbest(nbest, tmp_path / "exp" / "decode" / name, "espnet2")
+        (tmp_path / "data" / name).mkdir(parents=True)
+        (tmp_path / "data" / name / "text").write_text("".join(f"{u.id} {u.ref}\n" for u in nbest))
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(blocks[0].replace("path/to/causal-lm", str(tiny_causal)), namespace)
+    result = namespace["result"]
+    assert set(result.weights) == {"ll"} and set(result.report["sets"]) == {"dev", "test_clean"}
+    test = result.nbests["test_clean"]
+    assert result.report["sets"]["test_clean"]["rescored"]["wer"] == pytest.approx(
+        100 * jiwer.wer(test.refs(), [u.hyps[0].text for u in test]), abs=1e-9)
+    back = rescorer.read_nbest(tmp_path / "exp" / "rescored" / "test_clean")
+    assert [[(h.text, h.scores) for h in u.hyps] for u in back] == [[(h.text, h.scores) for h in u.hyps] for u in test]
+    assert (tmp_path / "exp" / "rescored" / "test_clean" / "text").is_file()
+    assert {p.name for p in (tmp_path / "exp").iterdir()} - {"store.sqlite-wal", "store.sqlite-shm"} == {
+        "decode", "rescored", "store.sqlite"}  # nothing written but what the example writes
+
+    exec(blocks[1], namespace)
+    assert namespace["search"].weights == result.weights
+    entry, reported = namespace["entry"], result.report["sets"]["test_clean"]
+    for key in ("baseline", "rescored", "oracle", "ci95", "changed_1best"):
+        assert entry[key] == reported[key], key
+    assert namespace["reranked"] == test
+
+
+def test_rescore_tunes_input_columns_without_lms_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sets = {"dev_other": demo_set("dev_other"), "test_clean": demo_set("test_clean")}
+    result = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100)
+    assert list(tmp_path.iterdir()) == []
+    assert set(result.weights) == {"ctc"} and result.report["tuned_on"] == "dev_other"
+    for name, nbest in result.nbests.items():
+        entry = result.report["sets"][name]
+        assert "outputs" not in entry and entry["utterances"] == 20 and entry["hypotheses"] == 100
+        assert entry["rescored"]["wer"] == pytest.approx(100 * jiwer.wer(nbest.refs(), nbest.select([0] * 20)))
+        assert all("rescore" in h.scores for u in nbest for h in u.hyps)
+
+    written = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100,
+                               out_dir=tmp_path / "out")
+    on_disk = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert on_disk == written.report and written.nbests == result.nbests
+    for name, entry in on_disk["sets"].items():
+        assert {k: v for k, v in entry.items() if k != "outputs"} == result.report["sets"][name]
+        assert Path(entry["outputs"]["1best"]).is_file()
+    assert on_disk["search"]["plot"] is not None and result.report["search"]["plot"] is None
+
+
+def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_path, tiny_causal):
+    dev = read_demo("dev_other")
+    loaded = rescorer.load_scorer("ll", str(tiny_causal), store=str(tmp_path / "s.sqlite"), progress=False)
+    by_object = rescorer.rescore(dev, {}, {"ll": loaded}, bootstrap=50)
+    by_options = rescorer.rescore(dev, {}, {"ll": {"kind": "ll", "model": str(tiny_causal)}}, bootstrap=50,
+                                  engine={"store": str(tmp_path / "s.sqlite"), "progress": False})
+    for run in (by_object, by_options):
+        run.report["search"].pop("seconds")
+    assert by_object.report == by_options.report and by_object.report["tuned_on"] == "dev"
+    assert by_object.report["metric"] == "wer"
+
+    with pytest.raises(rescorer.ConfigError, match="lack references"):
+        rescorer.rescore(dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), {}, {"ll": loaded})
+    with pytest.raises(rescorer.ConfigError, match="named 'dev'"):
+        rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
+    with pytest.raises(rescorer.ConfigError, match="expected an NBest"):
+        rescorer.rescore(42, {}, {})
+    with pytest.raises(rescorer.ConfigError, match="column ll: unknown option"):
+        rescorer.rescore(dev, {}, {"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})
+
+
+def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
+    """read_sets → prepare → tune → apply, as task=rescore runs them (no LM: the ctc column)."""
+    corpus = rescorer.io.sets.Corpus("demo", {name: demo_set(name) for name in ("dev_other", "test_clean")}, {"name": "wer"})
+    sets, metric = pipeline.read_sets(corpus)
+    columns, base = [Column("ctc", range=(0, 1), step=0.5)], Column("score")
+    prepared = {name: pipeline.prepare(nbest, {}, base, columns, make_metric("wer")) for name, nbest in sets.items()}
+    search = pipeline.tune(prepared["dev_other"], columns)
+    report = pipeline.rescore(sets, {}, metric, tmp_path / "out", base, columns, bootstrap=100, data="demo")
+    assert report["weights"] == search.weights
+    evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
+    assert evaluated["sets"]["test_clean"]["baseline"] == report["sets"]["test_clean"]["baseline"]
