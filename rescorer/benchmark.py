@@ -79,11 +79,10 @@ def ours(kind: str, path: Path, texts: list[str], engine: dict[str, Any], repeat
     scorer.score(texts[: min(32, len(texts))])
     seconds = best_time(lambda: scorer.score(texts), repeats)
     adapter = scorer.adapter
-    prepared = [adapter.prepare(t) for t in scorer.normalise(texts)]
-    lengths = [adapter.row_length(s) for s in prepared]
-    rows = [adapter.num_rows(s) for s in prepared]
-    flops = sum(r * flops_per_row(adapter.model, n, 1 if kind == "pll" else n) for r, n in zip(rows, lengths))
-    return {"seconds": seconds, "rows": sum(rows), "tokens": sum(n - 2 if kind == "pll" else n - 1 for n in lengths),
+    pool = adapter.pool(adapter.prepare_all(scorer.normalise(texts)))
+    lengths = pool.length.tolist()
+    flops = sum(flops_per_row(adapter.model, n, 1 if kind == "pll" else n) for n in lengths)
+    return {"seconds": seconds, "rows": pool.rows, "tokens": int(pool.count.sum()),
             "flops": flops, "budget": scorer.engine.budget or adapter.preferred_budget()}
 
 
