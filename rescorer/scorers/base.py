@@ -142,11 +142,12 @@ def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:
 
 
 def no_grad_context(device: str, dtype: Any) -> contextlib.AbstractContextManager:
-    """``inference_mode`` plus autocast to ``dtype`` on GPU (fp32 runs plain)."""
+    """``inference_mode`` plus autocast to ``dtype`` (fp32 runs plain; on a CPU only when asked for, as ``auto``
+    is fp32 there)."""
     import torch
 
     stack = contextlib.ExitStack()
     stack.enter_context(torch.inference_mode())
-    if device.startswith("cuda") and dtype != torch.float32:
-        stack.enter_context(torch.autocast("cuda", dtype=dtype))
+    if dtype != torch.float32:
+        stack.enter_context(torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=dtype))
     return stack
