@@ -30,6 +30,7 @@ bench: setup
 	$(BIN)/python benchmarks/read_speed.py
 	$(BIN)/rescorer task=bench task.kind=pll out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=ll out_dir=exp/bench
+	$(BIN)/rescorer task=bench task.kind=host out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=search out_dir=exp/bench
 
 clean:

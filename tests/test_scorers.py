@@ -136,10 +136,10 @@ def test_out_of_memory_halves_the_budget_and_keeps_scores(tiny_models, monkeypat
     reference = scorer.score(TEXTS)
     real_forward = scorer.adapter.forward
 
-    def forward(rows):
-        if sum(len(s.ids) for s, _ in rows) > 300:
+    def forward(pool, picked):
+        if pool.length[picked].sum() > 300:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real_forward(rows)
+        return real_forward(pool, picked)
 
     monkeypatch.setattr(scorer.adapter, "forward", forward)
     result = scorer.compute(TEXTS)
@@ -266,6 +266,17 @@ def test_issue16_6_long_texts_pll_in_windows_equal_a_naive_windowed_loop(tiny_mo
     np.testing.assert_allclose(tokens, naive_windowed_pll(tiny_models[arch], LONG, 16), atol=1e-4)
     short = [t for t in TEXTS if t and len(AutoTokenizer.from_pretrained(tiny_models[arch])(t)["input_ids"]) <= 16]
     np.testing.assert_allclose(windowed.score(short), plain.score(short), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind, arch", [("pll", "bert"), ("ll", "gpt2")])
+def test_long_texts_score_the_same_together_as_alone(tiny_models, kind, arch):
+    """Windows of several long texts batched together read each text's own ids (the flat id pool)."""
+    scorer = load_scorer(kind, str(tiny_models[arch]), window=16, progress=False, budget=64,
+                         **({"variant": "whole_word"} if kind == "pll" else {}))
+    texts = [LONG, TEXTS[4], " ".join(TEXTS[:2]), TEXTS[0]]
+    together = scorer.token_scores(texts)
+    for text, tokens in zip(texts, together):
+        np.testing.assert_allclose(tokens, scorer.token_scores([text])[0], atol=1e-5)
 
 
 def test_issue16_6_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_models):

@@ -88,7 +88,7 @@ def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
     with ScoreStore(store_path) as store:
         kept = store.get(scorer.signature, texts)
     assert 1500 <= len(kept) < len(texts)
-    missing_rows = sum(scorer.adapter.num_rows(scorer.adapter.prepare(t)) for t in texts if t not in kept)
+    missing_rows = scorer.adapter.pool([scorer.adapter.prepare(t) for t in texts if t not in kept]).rows
     result = scorer.compute(texts)
     resumed = result.totals
     assert result.stats.cached == len(kept)

@@ -1,6 +1,8 @@
 """The engine: dedupe texts, reuse the score store, batch rows by token budget, back off on OOM, show progress."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +12,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..store import ScoreStore
-from .batching import row_pool, rows_in_budget
+from ..scorers.rows import RowPool, expand
+from .batching import rows_in_budget
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
@@ -55,53 +58,105 @@ def is_oom(err: BaseException) -> bool:
     return "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
 
 
+class Results:
+    """Every target's value in one flat array (a sentence's targets together); a batch's scores land there
+    with one scatter, and finished sentences are read out together."""
+
+    def __init__(self, pool: RowPool, keys: Sequence[str], empty_score: float):
+        self.remaining = np.bincount(pool.sentence, minlength=len(keys))
+        targets = np.where(self.remaining > 0, pool.targets, 0)  # a sentence without rows gets the empty score
+        self.keys, self.empty_score, self.targets = keys, empty_score, targets
+        self.offset = np.cumsum(targets) - targets
+        self.values = np.zeros(int(targets.sum()))
+        self.sentence, self.count = pool.sentence, pool.count
+        self.destination = self.offset[pool.sentence] + pool.first  # where each row's first score goes
+        self.one_each = bool(np.all(pool.count == 1))
+        self.reported = np.zeros(len(keys), dtype=bool)
+
+    def settle(self, picked: np.ndarray, outputs: Any) -> None:
+        """Write the scores of the rows ``picked`` (``out[B, W]``, or a function returning it)."""
+        out = np.asarray(outputs() if callable(outputs) else outputs).reshape(len(picked), -1)
+        if self.one_each:
+            self.values[self.destination[picked]] = out[:, 0]
+        else:
+            count = self.count[picked]
+            row, within = expand(count)
+            self.values[self.destination[picked][row] + within] = out[np.arange(out.shape[1]) < count[:, None]]
+        np.subtract.at(self.remaining, self.sentence[picked], 1)
+
+    def finished(self) -> ScoreMap:
+        """The sentences finished since the last call: (total, per-token scores) by text."""
+        done = np.flatnonzero((self.remaining == 0) & ~self.reported)
+        self.reported[done] = True
+        scored = done[self.targets[done] > 0]
+        scores = {self.keys[s]: (self.empty_score, []) for s in np.setdiff1d(done, scored, assume_unique=True)}
+        if len(scored):
+            counts = self.targets[scored]
+            row, within = expand(counts)
+            values = self.values[self.offset[scored][row] + within]
+            starts = np.cumsum(counts) - counts
+            totals = np.add.reduceat(values, starts).tolist()
+            with paused_gc():
+                tokens = values.tolist()
+                scores.update((self.keys[s], (total, tokens[a : a + n]))
+                              for s, total, a, n in zip(scored.tolist(), totals, starts.tolist(), counts.tolist()))
+        return scores
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while many small lists are made (it would scan them again and again)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def compute(scorer: "Scorer", todo: Sequence[str], budget: int | None, stats: EngineStats,
             progress: bool | None = None, flush_seconds: float = 2.0) -> Iterator[ScoreMap]:
     """Score the distinct texts ``todo`` in this process; yield finished sentences every ``flush_seconds``."""
-    sentences = [scorer.prepare(t) for t in todo]
-    rows = np.array([scorer.num_rows(s) for s in sentences], dtype=np.int64)
-    lengths = np.array([scorer.row_length(s) for s in sentences], dtype=np.int64)
-    sentence_of, row_of, length_of = row_pool(rows, lengths)
-    stats.rows += len(sentence_of)
-    values = [np.zeros(scorer.num_targets(s)) for s in sentences]
-    remaining = rows.copy()
-    finished: ScoreMap = {todo[i]: (scorer.empty_score, []) for i in np.flatnonzero(remaining == 0)}
+    pool = scorer.pool(scorer.prepare_all(todo))
+    return run_pool(scorer, pool, todo, budget, stats, progress, flush_seconds)
+
+
+def run_pool(scorer: "Scorer", pool: RowPool, keys: Sequence[str], budget: int | None, stats: EngineStats,
+             progress: bool | None = None, flush_seconds: float = 2.0) -> Iterator[ScoreMap]:
+    """Run the rows of ``pool`` (sentence i is ``keys[i]``), longest first in batches of ``budget`` tokens;
+    yield finished sentences every ``flush_seconds``. An out-of-memory error halves the budget and retries."""
+    order = np.argsort(-pool.length, kind="stable")
+    length = pool.length[order]
+    results = Results(pool, keys, scorer.empty_score)
+    stats.rows += pool.rows
     budget = budget or scorer.preferred_budget()
     last_flush = time.perf_counter()
-
-    def settle(picked: slice, outputs: Any) -> None:
-        for s, r, out in zip(sentence_of[picked], row_of[picked], outputs() if callable(outputs) else outputs):
-            values[s][scorer.targets(sentences[s], int(r))] = out
-            remaining[s] -= 1
-            if remaining[s] == 0:
-                finished[todo[s]] = (float(values[s].sum()), values[s].tolist())
-
-    with tqdm(total=len(sentence_of), unit="row", desc=scorer.kind, disable=None if progress is None else not progress,
+    with tqdm(total=pool.rows, unit="row", desc=scorer.kind, disable=None if progress is None else not progress,
               dynamic_ncols=True) as bar:
         position, pending = 0, None  # pending: the batch launched last, read after the next one is launched
-        while position < len(sentence_of):
-            picked = slice(position, min(len(sentence_of), position + rows_in_budget(int(length_of[position]), budget)))
-            items = [(sentences[s], int(r)) for s, r in zip(sentence_of[picked], row_of[picked])]
+        while position < pool.rows:
+            picked = order[position : position + rows_in_budget(int(length[position]), budget)]
             try:
-                outputs = scorer.forward(items)
+                outputs = scorer.forward(pool, picked)
             except RuntimeError as err:
-                if not is_oom(err) or budget <= int(length_of[position]):
+                if not is_oom(err) or budget <= int(length[position]):
                     raise
                 budget //= 2
                 stats.budgets.append(budget)
                 scorer.release_memory()
                 continue
             if pending is not None:
-                settle(*pending)
-            pending, position = (picked, outputs), picked.stop
-            stats.rows_computed += len(items)
-            bar.update(len(items))
+                results.settle(*pending)
+            pending, position = (picked, outputs), position + len(picked)
+            stats.rows_computed += len(picked)
+            bar.update(len(picked))
             if time.perf_counter() - last_flush > flush_seconds:
-                yield finished
-                finished, last_flush = {}, time.perf_counter()
+                yield results.finished()
+                last_flush = time.perf_counter()
         if pending is not None:
-            settle(*pending)
-    yield finished
+            results.settle(*pending)
+    yield results.finished()
 
 
 class Engine:

@@ -1,6 +1,8 @@
 """What every scorer is: a model adapter that turns a text into rows and rows into log-probs.
 
-A scorer knows nothing of stores, batching or progress: ``rescorer.engine`` runs its rows.
+A scorer knows nothing of stores, batching or progress: ``rescorer.engine`` runs its rows. The protocol:
+``prepare(text)`` once per text (``prepare_all(texts)``: all at once); ``pool(sentences)`` once per run (every row as flat arrays, ``RowPool``);
+``forward(pool, picked)`` per batch, vectorised over the batch's rows.
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import numpy as np
 
 from ..normalise import Normaliser
 from ..version import __version__
+from .rows import RowPool
+
+TOKENIZE_CHUNK = 4096  # texts per tokenizer call in ``prepare_all``
 
 
 class Scorer(ABC):
@@ -39,28 +44,21 @@ class Scorer(ABC):
 
     @abstractmethod
     def prepare(self, text: str) -> Any:
-        """Tokenize one scored text into whatever ``forward`` needs."""
+        """Tokenize one scored text into whatever ``pool`` needs."""
+
+    def prepare_all(self, texts: Sequence[str]) -> list[Any]:
+        """``prepare`` of each text (a scorer may tokenize them together, which is faster)."""
+        return [self.prepare(t) for t in texts]
 
     @abstractmethod
-    def num_rows(self, sentence: Any) -> int:
-        """Model rows this sentence needs (masked copies, or 1 for a causal pass)."""
+    def pool(self, sentences: Sequence[Any]) -> RowPool:
+        """Every row of the prepared ``sentences`` as flat arrays (``rescorer.scorers.rows``), built once."""
 
     @abstractmethod
-    def row_length(self, sentence: Any) -> int:
-        """Tokens in each of its rows, special tokens included (what a batch pads to)."""
-
-    @abstractmethod
-    def num_targets(self, sentence: Any) -> int:
-        """Scored tokens of the sentence."""
-
-    @abstractmethod
-    def targets(self, sentence: Any, row: int) -> slice:
-        """Which scored tokens ``row`` produces."""
-
-    @abstractmethod
-    def forward(self, rows: Sequence[tuple[Any, int]]) -> list[Any] | Callable[[], list[Any]]:
-        """Log-probs (natural log, fp32) of the targets of each (sentence, row), or a function returning them
-        once the device has them (``to_host``): the engine launches the next batch before it asks."""
+    def forward(self, pool: RowPool, picked: np.ndarray) -> np.ndarray | Callable[[], np.ndarray]:
+        """Log-probs (natural log) of the rows ``picked`` (indices into ``pool``) as ``out[B, W]``, row ``b``'s
+        ``pool.count[picked[b]]`` targets left-aligned; or a function returning them once the device has them
+        (``to_host``): the engine launches the next batch before it asks."""
 
     # ---- device helpers shared by the model adapters
     def preferred_budget(self) -> int:
@@ -137,17 +135,6 @@ class Scorer(ABC):
         return f"{self.kind}|{fields}|{self.normaliser.signature}|rescorer:{__version__}"
 
 
-def pad_rows(sequences: Sequence[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Right-padded ``[rows, longest]`` ids, the lengths, and the attention mask (None when nothing is padded)."""
-    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
-    width = int(lengths.max(initial=0))
-    ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
-    for b, s in enumerate(sequences):
-        ids[b, : len(s)] = s
-    mask = np.arange(width)[None, :] < lengths[:, None]
-    return ids, lengths, None if mask.all() else mask.astype(np.int64)
-
-
 def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:
     """GPU bytes one batch token costs: a layer's activations in bf16 with 2× headroom, plus fp32 log-softmax
     over the vocabulary when every position's logits are kept (causal LMs)."""
@@ -157,11 +144,12 @@ def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:
 
 
 def no_grad_context(device: str, dtype: Any) -> contextlib.AbstractContextManager:
-    """``inference_mode`` plus autocast to ``dtype`` on GPU (fp32 runs plain)."""
+    """``inference_mode`` plus autocast to ``dtype`` (fp32 runs plain; on a CPU only when asked for, as ``auto``
+    is fp32 there)."""
     import torch
 
     stack = contextlib.ExitStack()
     stack.enter_context(torch.inference_mode())
-    if device.startswith("cuda") and dtype != torch.float32:
-        stack.enter_context(torch.autocast("cuda", dtype=dtype))
+    if dtype != torch.float32:
+        stack.enter_context(torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=dtype))
     return stack

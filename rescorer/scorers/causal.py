@@ -6,7 +6,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context, pad_rows, token_bytes
+from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
+from .rows import RowPool, concat, padded
 from .windows import causal_windows, model_positions
 
 BOS_POLICIES = ("auto", "bos", "eos")
@@ -57,47 +58,48 @@ class CausalLMScorer(Scorer):
         return self._signature(model=self.model_tag, bos=self.bos_id,
                                eos="scored" if self.score_eos else "no", dtype=self.dtype_name, **self.window_given)
 
-    def windows(self, sentence: np.ndarray) -> list[tuple[int, int, int]]:
-        return causal_windows(len(sentence), self.width, self.stride)
-
     def prepare(self, text: str) -> np.ndarray:
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.prepare_all([text])[0]
+
+    def prepare_all(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """[BOS, tokens, EOS (``score_eos``)] of each text, tokenized together."""
         tail = [self.tokenizer.eos_token_id] if self.score_eos else []
-        return np.asarray([self.bos_id, *ids, *tail], dtype=np.int64)
+        return [np.asarray([self.bos_id, *ids, *tail], dtype=np.int64)
+                for i in range(0, len(texts), TOKENIZE_CHUNK)
+                for ids in self.tokenizer(list(texts[i : i + TOKENIZE_CHUNK]), add_special_tokens=False)["input_ids"]]
 
-    def num_rows(self, sentence: np.ndarray) -> int:
-        return len(self.windows(sentence)) if len(sentence) > 1 else 0
+    def pool(self, sentences: Sequence[np.ndarray]) -> RowPool:
+        """One row per window (one per sentence when it fits): where its ids start in the pool of all ids, its
+        length, and how many of its leading targets an earlier window already scored (``skip``)."""
+        ids, id_start = concat(sentences)
+        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        sentence, start, end, first = causal_windows(lengths, self.width, self.stride)
+        return RowPool(sentence, end - start, first, end - 1 - first, np.maximum(lengths - 1, 0),
+                       {"ids": ids, "start": id_start[sentence] + start, "skip": first - start})
 
-    def num_targets(self, sentence: np.ndarray) -> int:
-        return len(sentence) - 1
+    def batch(self, ids: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[Any, Any, np.ndarray]:
+        """Rows ``ids[start : start + length]`` right-padded on the device, the attention mask (None without
+        padding) and the lengths."""
+        rows, valid = padded(ids, start, length, 0)
+        return self.to_device(rows), None if valid is None else self.to_device(valid.astype(np.int64)), length
 
-    def row_length(self, sentence: np.ndarray) -> int:
-        return min(len(sentence), self.width)
+    def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
+        d = pool.data
+        input_ids, attention, _ = self.batch(d["ids"], d["start"][picked], pool.length[picked])
+        return self.to_host(self.log_probs(input_ids, attention, d["skip"][picked]))
 
-    def targets(self, sentence: np.ndarray, row: int) -> slice:
-        _, end, first = self.windows(sentence)[row]
-        return slice(first, end - 1)
-
-    def batch(self, sequences: Sequence[np.ndarray]) -> tuple[Any, Any, np.ndarray]:
-        """Right-padded ids on the device, the attention mask (None without padding) and the lengths."""
-        ids, lengths, mask = pad_rows(sequences, 0)
-        return self.to_device(ids), None if mask is None else self.to_device(mask), lengths
-
-    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> Callable[[], list[np.ndarray]]:
+    def log_probs(self, input_ids: Any, attention: Any, skip: np.ndarray) -> Any:
+        """log P(id j + 1 | ids ≤ j) of each row on the device, [B, W - 1], from column ``skip[b]`` on."""
         import torch
 
-        windows = [self.windows(s)[r] for s, r in rows]
-        input_ids, attention, _ = self.batch([s[start:end] for (s, _), (start, end, _) in zip(rows, windows)])
         with no_grad_context(self.device, self.dtype):
             logits = self.model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
-            nxt = input_ids[:, 1:]
-            picked = logits.gather(-1, nxt[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
-        ready = self.to_host(picked)
-
-        def collect() -> list[np.ndarray]:
-            out = ready()
-            return [out[b, first - start : end - 1 - start] for b, (start, end, first) in enumerate(windows)]
-        return collect
+            picked = logits.gather(-1, input_ids[:, 1:, None])[..., 0] - torch.logsumexp(logits, dim=-1)
+        if skip.any():  # later windows of a long text: their first targets were scored by the window before
+            width = picked.shape[1]
+            shifted = np.minimum(skip[:, None] + np.arange(width), width - 1)
+            picked = picked.gather(1, self.to_device(shifted))
+        return picked
 
     def next_token(self, candidates: Sequence[str], add_bos: bool = True) -> "NextTokenScorer":
         """A view scoring log P(candidate | prompt) of the next token for each candidate, [prompt, candidate].
@@ -137,25 +139,16 @@ class NextTokenScorer(Scorer):
         ids = self.lm.tokenizer(text, add_special_tokens=False)["input_ids"]
         return np.asarray([self.lm.bos_id, *ids] if self.add_bos else ids, dtype=np.int64)
 
-    def num_rows(self, sentence: np.ndarray) -> int:
-        return 1 if len(sentence) else 0
+    def pool(self, sentences: Sequence[np.ndarray]) -> RowPool:
+        has_row = np.fromiter((len(s) > 0 for s in sentences), dtype=bool, count=len(sentences))
+        return RowPool.one_per_sentence(sentences, np.where(has_row, len(self.candidate_ids), 0), has_row)
 
-    def num_targets(self, sentence: np.ndarray) -> int:
-        return len(self.candidate_ids)
-
-    def row_length(self, sentence: np.ndarray) -> int:
-        return len(sentence)
-
-    def targets(self, sentence: np.ndarray, row: int) -> slice:
-        return slice(0, len(self.candidate_ids))
-
-    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+    def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
         import torch
 
-        input_ids, attention, lengths = self.lm.batch([s for s, _ in rows])
+        input_ids, attention, lengths = self.lm.batch(pool.data["ids"], pool.data["start"][picked], pool.length[picked])
         with no_grad_context(self.device, self.lm.dtype):
             logits = self.lm.model(input_ids=input_ids, attention_mask=attention).logits
-            last = logits[torch.arange(len(rows), device=self.device), self.lm.to_device(lengths - 1)]
+            last = logits[torch.arange(len(picked), device=self.device), self.lm.to_device(lengths - 1)]
             logp = torch.log_softmax(last.float(), dim=-1)[:, self.lm.to_device(self.candidate_ids)]
-        ready = self.lm.to_host(logp)
-        return lambda: list(ready())
+        return self.lm.to_host(logp)

@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context, pad_rows, token_bytes
+from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .encoder_at import EncoderAt
+from .rows import RowPool, columns, concat, expand, take
 from .windows import masked_shifts, model_positions
 
 VARIANTS = ("original", "word_l2r", "whole_word", "sentence_l2r")
@@ -46,33 +47,23 @@ class MaskedSentence:
         """Tokens in each copy (special tokens included)."""
         return len(self.ids) - len(self.positions) + min(self.keep, len(self.positions))
 
-    def row(self, r: int) -> tuple[np.ndarray, int, int, int]:
-        """Copy ``r``'s ids (unmasked), scored position and masked span, in its window's coordinates."""
-        if self.keep >= len(self.positions):
-            return self.ids, self.positions[r], self.lo[r], self.hi[r]
-        first, last, cut = self.positions[0], self.positions[-1], self.shift[r]
-        ids = np.concatenate([self.ids[:first], self.ids[first + cut : first + cut + self.keep], self.ids[last + 1 :]])
-        end = first + self.keep
-        return ids, self.positions[r] - cut, max(self.lo[r] - cut, first), min(self.hi[r] - cut, end)
-
 
 def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarray]:
     """For scored token j (0-based, with its word index), the half-open span of scored tokens masked."""
     n = len(words)
-    words = np.asarray(words)
     index = np.arange(n)
-    new_word = np.r_[True, words[1:] != words[:-1]] if n else np.zeros(0, bool)
-    start = np.maximum.accumulate(np.where(new_word, index, 0)) if n else index
-    end_word = np.r_[words[1:] != words[:-1], True] if n else np.zeros(0, bool)
-    end = (np.minimum.accumulate(np.where(end_word, index, n)[::-1])[::-1] + 1) if n else index
     if variant == "original":
         return index, index + 1
-    if variant == "word_l2r":
-        return index, end
-    if variant == "whole_word":
-        return start, end
     if variant == "sentence_l2r":
         return index, np.full(n, n)
+    words = np.asarray(words)
+    change = np.flatnonzero(words[1:] != words[:-1]) + 1  # where a word starts, after the first
+    starts, ends = np.concatenate(([0], change)), np.concatenate((change, [n]))
+    word = np.repeat(np.arange(len(starts)), ends - starts)
+    if variant == "word_l2r":
+        return index, ends[word]
+    if variant == "whole_word":
+        return starts[word], ends[word]
     raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
 
 
@@ -116,15 +107,28 @@ class MaskedLMScorer(Scorer):
                                words=self.words, dtype=self.dtype_name, **window)
 
     def prepare(self, text: str) -> MaskedSentence:
-        enc = self.tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=self.words == "whitespace")
-        ids = np.asarray(enc["input_ids"], dtype=np.int64)
-        positions = np.flatnonzero(np.asarray(enc["special_tokens_mask"]) == 0)
+        return self.prepare_all([text])[0]
+
+    def prepare_all(self, texts: Sequence[str]) -> list[MaskedSentence]:
+        """The texts tokenized together (a few thousand per tokenizer call)."""
+        whitespace = self.words == "whitespace"
+        out: list[MaskedSentence] = []
+        for i in range(0, len(texts), TOKENIZE_CHUNK):
+            chunk = list(texts[i : i + TOKENIZE_CHUNK])
+            enc = self.tokenizer(chunk, return_special_tokens_mask=True, return_offsets_mapping=whitespace)
+            out += [self.sentence(text, enc, b) for b, text in enumerate(chunk)]
+        return out
+
+    def sentence(self, text: str, enc: Any, b: int) -> MaskedSentence:
+        """Text ``b`` of a batch encoding ``enc`` as its masked copies."""
+        ids = np.asarray(enc["input_ids"][b], dtype=np.int64)
+        positions = np.flatnonzero(np.asarray(enc["special_tokens_mask"][b]) == 0)
         if self.words == "whitespace":
-            starts = [enc["offset_mapping"][p][0] for p in positions]
+            starts = [enc["offset_mapping"][b][p][0] for p in positions]
             word_of_char = np.cumsum([c.isspace() for c in text]) if text else np.zeros(0)
             words = [int(word_of_char[s]) for s in starts]
         else:
-            word_ids = enc.word_ids()
+            word_ids = enc.word_ids(b)
             words = [word_ids[p] for p in positions]
         lo, hi = mask_spans(words, self.variant)
         if len(positions):
@@ -132,38 +136,64 @@ class MaskedLMScorer(Scorer):
         keep = max(1, self.positions_limit - (len(ids) - len(positions)))
         return MaskedSentence(ids, positions, lo, hi, masked_shifts(len(positions), keep), keep)
 
-    def num_rows(self, sentence: MaskedSentence) -> int:
-        return len(sentence.positions)
+    def pool(self, sentences: Sequence[MaskedSentence]) -> RowPool:
+        """One row per scored token: where its copy's ids start in the pool of all ids, its masked span and
+        scored position in its window's coordinates, and (long texts) how its window maps onto the text."""
+        ids, id_start = concat([s.ids for s in sentences])
+        positions, _ = concat([s.positions for s in sentences])
+        n = np.fromiter((len(s.positions) for s in sentences), dtype=np.int64, count=len(sentences))
+        sentence, row = expand(n)
 
-    def num_targets(self, sentence: MaskedSentence) -> int:
-        return len(sentence.positions)
+        def per_row(values: Any) -> np.ndarray:
+            return np.fromiter(values, dtype=np.int64, count=len(sentences))[sentence]
+        first = per_row(s.positions[0] if len(s.positions) else 0 for s in sentences)
+        keep, width = per_row(s.keep for s in sentences), per_row(s.width for s in sentences)
+        cut, lo, hi = (concat([getattr(s, k) for s in sentences])[0] for k in ("shift", "lo", "hi"))
+        windowed = keep < n[sentence]  # the copy is a window cut from a longer text (rows.py: a copy's columns)
+        lo = np.where(windowed, np.maximum(lo - cut, first), lo)
+        hi = np.where(windowed, np.minimum(hi - cut, first + keep), hi)
+        target = positions - cut
+        data = {"ids": ids, "start": id_start[sentence], "target": target, "target_id": ids[id_start[sentence] + positions],
+                "lo": lo, "hi": hi, "one_token": bool(np.all((lo == target) & (hi == target + 1))),
+                "windowed": bool(windowed.any())}
+        if data["windowed"]:  # copy column c reads ids[c + cut] from the first scored column, ids[c + skipped] from
+            skipped = per_row(len(s.ids) for s in sentences) - width  # the window's end (the closing special tokens)
+            data.update(cut=cut, cut_at=first, tail_at=first + keep, tail_shift=skipped - cut)
+        return RowPool(sentence, width, row, np.ones(len(sentence), dtype=np.int64), n, data)
 
-    def row_length(self, sentence: MaskedSentence) -> int:
-        return sentence.width
+    def batch(self, pool: RowPool, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+        """The masked copies ``picked`` as padded ids, the mask of real tokens (None: none padded), the scored
+        column of each and the id it must predict."""
+        d = pool.data
+        index, valid = columns(d["start"][picked], pool.length[picked])
+        if d["windowed"]:
+            c = np.arange(index.shape[1])
+            index += (d["cut"][picked, None] * (c >= d["cut_at"][picked, None])
+                      + d["tail_shift"][picked, None] * (c >= d["tail_at"][picked, None]))
+        ids = take(d["ids"], index, valid, self.tokenizer.pad_token_id or 0)
+        target = d["target"][picked]
+        if d["one_token"]:
+            ids[np.arange(len(picked)), target] = self.tokenizer.mask_token_id
+        else:
+            c = np.arange(ids.shape[1])
+            ids[(c >= d["lo"][picked, None]) & (c < d["hi"][picked, None])] = self.tokenizer.mask_token_id
+        return ids, valid, target, d["target_id"][picked]
 
-    def targets(self, sentence: MaskedSentence, row: int) -> slice:
-        return slice(row, row + 1)
+    def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
+        return self.to_host(self.log_probs(*self.batch(pool, picked)))
 
-    def forward(self, rows: Sequence[tuple[MaskedSentence, int]]) -> Callable[[], list[np.ndarray]]:
+    def log_probs(self, ids: np.ndarray, valid: np.ndarray | None, target: np.ndarray, target_ids: np.ndarray) -> Any:
+        """log P(target id | copy) at each copy's scored column: a [B, 1] fp32 tensor on the device."""
         import torch
 
-        copies = [s.row(r) for s, r in rows]
-        ids, lengths, mask = pad_rows([c[0] for c in copies], self.tokenizer.pad_token_id or 0)
-        target_pos, lo, hi = (np.array([c[k] for c in copies]) for k in (1, 2, 3))
-        lo, hi = lo[:, None], hi[:, None]
-        target_ids = ids[np.arange(len(rows)), target_pos].copy()
-        span = np.arange(ids.shape[1])[None, :]
-        ids[(span >= lo) & (span < hi)] = self.tokenizer.mask_token_id
         input_ids = self.to_device(ids)
-        attention = None if mask is None else self.to_device(mask)
-        gather = self.to_device(target_pos)
-        batch = torch.arange(len(rows), device=self.device)
+        attention = None if valid is None else self.to_device(valid.astype(np.int64))
+        gather = self.to_device(target)
+        batch = torch.arange(len(ids), device=self.device)
         with no_grad_context(self.device, self.dtype):
             if self.head is not None:
                 logits = self.head(self.model, self.encoder_at(input_ids, attention, batch, gather))
             else:
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits[batch, gather]
             logp = torch.log_softmax(logits.float(), dim=-1)
-            picked = logp[batch, self.to_device(target_ids)]
-        ready = self.to_host(picked)
-        return lambda: list(ready()[:, None])
+            return logp[batch, self.to_device(target_ids)][:, None]

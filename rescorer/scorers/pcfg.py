@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import ConfigError, ScorerError
 from ..pcfg import PCFG, UNK, Charts, Induction, load_grammar
 from .base import Scorer
+from .rows import RowPool, stack
 
 VARIANTS = ("masked", "causal")
 OOV_POLICIES = ("error", "unk")
@@ -65,19 +66,13 @@ class PCFGScorer(Scorer):
                               f"in {text!r} (oov=unk scores them as {UNK!r} when the grammar has it)")
         return np.asarray(ids, dtype=np.int64)
 
-    def num_rows(self, sentence: np.ndarray) -> int:
-        return 1 if len(sentence) else 0
+    def pool(self, sentences: Sequence[np.ndarray]) -> RowPool:
+        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        return RowPool.one_per_sentence(sentences, lengths + int(self.score_eos), lengths > 0, sentences=sentences)
 
-    def row_length(self, sentence: np.ndarray) -> int:
-        return len(sentence)
-
-    def num_targets(self, sentence: np.ndarray) -> int:
-        return len(sentence) + int(self.score_eos)
-
-    def targets(self, sentence: np.ndarray, row: int) -> slice:
-        return slice(0, self.num_targets(sentence))
-
-    def forward(self, rows: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+    def forward(self, pool: RowPool, picked: np.ndarray) -> np.ndarray:
+        """Each row's charts in turn (NumPy per sentence; there is nothing to batch)."""
+        rows = [pool.data["sentences"][s] for s in pool.sentence[picked]]
         if self.variant == "masked":
-            return [self.charts.masked_log_probs(ids) for ids, _ in rows]
-        return [self.charts.causal_log_probs(ids, eos=self.score_eos) for ids, _ in rows]
+            return stack([self.charts.masked_log_probs(ids) for ids in rows])
+        return stack([self.charts.causal_log_probs(ids, eos=self.score_eos) for ids in rows])

@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Scorer, no_grad_context, pad_rows
+from .base import Scorer, no_grad_context
+from .rows import RowPool, concat, padded
 
 LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
 
@@ -68,32 +69,31 @@ class StudentScorer(Scorer):
         return (np.asarray(enc["input_ids"], dtype=np.int64),
                 np.flatnonzero(np.asarray(enc["special_tokens_mask"]) == 0))
 
-    def num_rows(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
-        return 1 if len(sentence[1]) else 0
-
-    def num_targets(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
-        return len(sentence[1])
-
-    def row_length(self, sentence: tuple[np.ndarray, np.ndarray]) -> int:
-        return len(sentence[0])
-
-    def targets(self, sentence: tuple[np.ndarray, np.ndarray], row: int) -> slice:
-        return slice(0, len(sentence[1]))
+    def pool(self, sentences: Sequence[tuple[np.ndarray, np.ndarray]]) -> RowPool:
+        """One row per sentence with scored tokens; ``positions`` (concatenated) says where they are."""
+        positions, position_start = concat([scored for _, scored in sentences])
+        targets = np.fromiter((len(scored) for _, scored in sentences), dtype=np.int64, count=len(sentences))
+        return RowPool.one_per_sentence([ids for ids, _ in sentences], targets, targets > 0, positions=positions,
+                                        position_start=position_start)
 
     def predict(self, ids: Any, attention: Any) -> Any:
         """Standardised outputs: [batch] (sentence) or [batch, positions] (token)."""
         out = self.model(input_ids=ids, attention_mask=attention).logits[..., 0]
         return out.float()
 
-    def forward(self, rows: Sequence[tuple[tuple[np.ndarray, np.ndarray], int]]) -> Callable[[], list[np.ndarray]]:
-        batch, lengths, _ = pad_rows([ids for (ids, _), _ in rows], self.tokenizer.pad_token_id or 0)
-        attention = (np.arange(batch.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
+    def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
+        d = pool.data
+        batch, valid = padded(d["ids"], d["start"][picked], pool.length[picked], self.tokenizer.pad_token_id or 0)
+        attention = np.ones(batch.shape, dtype=np.int64) if valid is None else valid.astype(np.int64)
         with no_grad_context(self.device, self.dtype):
             ready = self.to_host(self.predict(self.to_device(batch), self.to_device(attention)))
+        count = pool.count[picked]
+        sentence = pool.sentence[picked]
 
-        def collect() -> list[np.ndarray]:
+        def collect() -> np.ndarray:
             values = ready() * self.info["std"] + self.info["mean"]
             if self.level == "sentence":
-                return [np.full(len(scored), values[b], dtype=np.float32) for b, ((_, scored), _) in enumerate(rows)]
-            return [values[b, scored].astype(np.float32) for b, ((_, scored), _) in enumerate(rows)]
+                return np.repeat(values.astype(np.float32)[:, None], int(count.max(initial=0)), axis=1)
+            scored, _ = padded(d["positions"], d["position_start"][sentence], count, 0)
+            return np.take_along_axis(values, scored, axis=1).astype(np.float32)
         return collect

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .rows import expand
+
 
 def masked_shifts(n: int, width: int) -> np.ndarray:
     """For each of ``n`` scored tokens, where its window of ``width`` scored tokens starts (all 0 when it fits)."""
@@ -20,15 +22,17 @@ def masked_shifts(n: int, width: int) -> np.ndarray:
     return np.clip(start, 0, n - width).astype(np.int64)
 
 
-def causal_windows(length: int, width: int, stride: int) -> list[tuple[int, int, int]]:
-    """Windows ``(start, end, first)`` over ``length`` ids: the model reads ids[start:end] and scores targets
-    ``first … end - 2`` (target j predicts id j + 1); together they score every target once."""
-    windows, end, first = [], min(length, width), 0
-    while True:
-        windows.append((end - min(end, width), end, first))
-        if end >= length:
-            return windows
-        first, end = end - 1, min(length, end + stride)
+def causal_windows(lengths: np.ndarray, width: int, stride: int) -> tuple[np.ndarray, ...]:
+    """Windows over texts of ``lengths`` ids, as arrays ``(text, start, end, first)``: the model reads
+    ids[start:end] and scores targets ``first … end - 2`` (target j predicts id j + 1); together they score
+    every target of a text once (a text of fewer than 2 ids has none). Window i of a text ends at
+    min(length, width + i·stride)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    count = np.where(lengths > 1, 1 + -(-np.maximum(lengths - width, 0) // stride), 0)
+    text, i = expand(count)
+    end = np.minimum(lengths[text], width + i * stride)
+    first = np.where(i == 0, 0, np.minimum(lengths[text], width + (i - 1) * stride) - 1)
+    return text, np.maximum(end - width, 0), end, first
 
 
 def model_positions(model, tokenizer) -> int:

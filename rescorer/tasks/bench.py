@@ -1,9 +1,10 @@
-"""``rescorer task=bench``: scoring throughput against the peers, weight-search speed, student vs teacher."""
+"""``rescorer task=bench``: scoring throughput against the peers, the host path with a null model, weight-search
+speed, student vs teacher."""
 from __future__ import annotations
 
 from typing import Any
 
-from ..benchmark import bench, bench_search, bench_student
+from ..benchmark import bench, bench_host, bench_search, bench_student
 from . import plain
 
 ENGINE_OVERRIDES = ("threads", "device", "dtype", "budget")
@@ -14,8 +15,10 @@ def run(cfg: Any) -> dict[str, Any]:
     engine = {**plain(cfg.engine), **{k: options.pop(k) for k in ENGINE_OVERRIDES if options.get(k) is not None}}
     if options["kind"] == "search":
         return bench_search(cfg.out_dir)
+    if options["kind"] == "host":
+        return bench_host(options["host_n"], max(3, options["repeats"]), options["cache"], cfg.out_dir)
     if options["kind"] == "student":
         return bench_student(options["student"], options["teacher"], options["n"], engine, cfg.out_dir)
-    keys = ("kind", "size", "n", "repeats", "cache", "tokenizer")
-    return bench(**{k: options[k] for k in keys}, engine=engine, batches=tuple(options["batches"]),
+    keys = ("kind", "size", "n", "repeats", "cache", "tokenizer", "bf16_texts")
+    return bench(**{k: options.get(k) for k in keys}, engine=engine, batches=tuple(options["batches"]),
                  peers=tuple(options["peers"]), scales=tuple(options.get("scales") or ()), out_dir=cfg.out_dir)

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..scorers.base import pad_rows
+from ..scorers.rows import concat, padded
 
 
 def stream_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
@@ -27,7 +27,8 @@ def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
 
 
 def pad(rows: Sequence[Sequence[int]], value: int) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` right-padded with ``value`` into an int64 array (the scorers' ``pad_rows``), and the mask of real
-    entries."""
-    ids, lengths, _ = pad_rows([np.asarray(r, dtype=np.int64) for r in rows], value)
-    return ids, np.arange(ids.shape[1])[None, :] < lengths[:, None]
+    """``rows`` right-padded with ``value`` into an int64 array (the scorers' ``rows.padded``), and the mask of
+    real entries."""
+    flat, start = concat([np.asarray(r, dtype=np.int64) for r in rows])
+    ids, valid = padded(flat, start, np.array([len(r) for r in rows], dtype=np.int64), value)
+    return ids, np.ones(ids.shape, dtype=bool) if valid is None else valid
