@@ -11,14 +11,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (
-    atomic_dir,
-    id_lines,
-    parse_score,
-    read_lines,
-    require_ranks,
-    split_key,
-)
+from .common import atomic_dir, id_lines, parse_score, read_lines, require_ranks, split_key
 from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}

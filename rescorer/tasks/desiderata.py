@@ -12,15 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from ..engine import BoundScorer, load_scorer
 from ..pairs.data import read_sentences
-from ..pairs.desiderata import (
-    FRAMES,
-    DesiderataScores,
-    correlations,
-    log_frequencies,
-    multi_token_share,
-    verdicts,
-    words_of,
-)
+from ..pairs.desiderata import (FRAMES, DesiderataScores, correlations, log_frequencies, multi_token_share,
+                                verdicts, words_of)
 from ..plots import scatter_grid
 from ..report import write_report
 from ..version import __version__
