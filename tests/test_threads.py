@@ -42,9 +42,9 @@ def threads_seen(monkeypatch) -> list[int]:
     seen: list[int] = []
     forward = CausalLMScorer.forward
 
-    def recording(self, rows):
+    def recording(self, *batch):
         seen.append(torch.get_num_threads())
-        return forward(self, rows)
+        return forward(self, *batch)
 
     monkeypatch.setattr(CausalLMScorer, "forward", recording)
     return seen
