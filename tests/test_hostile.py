@@ -88,15 +88,20 @@ def test_out_dir_that_is_not_a_rescorer_run_is_refused(tmp_path):
 @needs_minilm
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # A background job inherits SIGINT ignored (CI may start the suite so): give the run the terminal's default.
     proc = subprocess.Popen([*RESCORER, *BASE, "scorer=[pll]", "++data.sets.dev_other.every=1",
                              f"out_dir={tmp_path}/out", f"engine.store={tmp_path}/s.sqlite"],
-                            cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    while time.time() < deadline and not (tmp_path / "s.sqlite").exists():
-        time.sleep(0.2)
-    time.sleep(2)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+                            cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and not (tmp_path / "s.sqlite").exists():
+            time.sleep(0.2)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "interrupted" in lines[0] and "resume" in lines[0], stderr
