@@ -3,19 +3,32 @@
 The Python API (README "Python API"): read and write N-best lists (``read_nbest``, ``write_nbest``), score texts
 (``load_scorer``), judge them (``wer``, ``bleu``), and the whole job in one call (``rescore``: tune the weights on a
 dev list, apply them to the others, get the report and the re-ranked lists); its steps are in ``rescorer.pipeline``.
+Names are imported on first use, so that ``import rescorer`` (and the command's start) stays instant.
 """
-from . import pipeline
-from .engine import load_scorer
-from .errors import ConfigError, NBestFormatError, RescorerError, ScorerError
-from .io import FORMATS, detect_format, nbest_from_generate, read_nbest, write_nbest
-from .metrics import bleu, wer
-from .pipeline.api import rescore
-from .pipeline.rescore import Rescored
-from .types import Hypothesis, NBest, Utterance
+from __future__ import annotations
+
+import importlib
+
 from .version import __version__
 
-__all__ = [
-    "FORMATS", "ConfigError", "Hypothesis", "NBest", "NBestFormatError", "Rescored", "RescorerError", "ScorerError",
-    "Utterance", "__version__", "bleu", "detect_format", "load_scorer", "nbest_from_generate", "pipeline",
-    "read_nbest", "rescore", "wer", "write_nbest",
-]
+_HOMES = {
+    "pipeline": None, "load_scorer": "engine", "rescore": "pipeline.api", "Rescored": "pipeline.rescore",
+    "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
+    **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),
+    **dict.fromkeys(("FORMATS", "detect_format", "nbest_from_generate", "read_nbest", "write_nbest"), "io"),
+}
+__all__ = sorted([*_HOMES, "__version__"])
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'rescorer' has no attribute {name!r}")
+    home = _HOMES[name]
+    value = importlib.import_module(f".{name}" if home is None else f".{home}", __name__)
+    value = value if home is None else getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,28 +1,34 @@
 """The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``; ``--help`` and
-``--version`` are answered before Hydra starts."""
+``--version`` are answered before Hydra starts, and Ctrl-C at any moment is one line and exit 130."""
 from __future__ import annotations
 
+import logging
+import os
 import sys
-
-import hydra
-from omegaconf import DictConfig
-
-from .tasks import CONF, register_resolvers, run_task, task_names, user_error
-from .version import __version__
 
 GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
+def interrupted(cfg=None) -> None:
+    """One line, then exit 130 at once: an interrupt can land inside a half-done import whose exit hooks would
+    print or re-raise the signal, and everything that was finished is already in the store."""
+    store = cfg.get("engine", {}).get("store") if cfg is not None else None
+    saved = f"finished scores are in {store}; " if store else ""
+    print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(130)
+
+
+def run(cfg) -> None:
+    """The Hydra task function: one line and exit 2 for what the user can fix; a traceback for our own bugs."""
+    from .tasks import run_task, user_error
     try:
         run_task(cfg)
     except KeyboardInterrupt:
-        store = cfg.get("engine", {}).get("store")
-        saved = f"finished scores are in {store}; " if store else ""
-        print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
-        sys.exit(130)
-    except Exception as err:  # one line and exit 2 for what the user can fix; a traceback for our own bugs
+        interrupted(cfg)
+    except Exception as err:
         reason = user_error(err)
         if reason is None:
             raise
@@ -32,6 +38,8 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def usage() -> str:
     """A few lines: what to type, the tasks and every config group's options."""
+    from .tasks import CONF, task_names
+    from .version import __version__
     rows = {"task=": task_names(), **{("+" if group == "experiment" else "") + f"{group}=":
                                       sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in GROUPS}}
     width = max(map(len, rows))
@@ -43,15 +51,22 @@ def usage() -> str:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    if "--version" in args:
-        print(f"rescorer {__version__}")
-        return
-    if "--help" in args or "-h" in args:
-        print(usage())
-        return
-    register_resolvers()
-    _hydra_main()
+    try:
+        args = sys.argv[1:]
+        if "--version" in args:
+            from .version import __version__
+            print(f"rescorer {__version__}")
+            return
+        if "--help" in args or "-h" in args:
+            print(usage())
+            return
+        import hydra
+
+        from .tasks import CONF, register_resolvers
+        register_resolvers()
+        hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")(run)()
+    except KeyboardInterrupt:
+        interrupted()
 
 
 if __name__ == "__main__":

@@ -86,7 +86,10 @@ def test_out_dir_that_is_not_a_rescorer_run_is_refused(tmp_path):
 
 
 @needs_minilm
-def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+@pytest.mark.parametrize("after_store", [None, 0.0, 2.0, 5.0])
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, after_store):
+    """Ctrl-C while the package imports (None: 0.3 s after start, before any config), while torch and the model load
+    and while scoring: an interrupt inside a half-done import once gave a killed-by-SIGINT exit and extra lines."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     # A background job inherits SIGINT ignored (CI may start the suite so): give the run the terminal's default.
     proc = subprocess.Popen([*RESCORER, *BASE, "scorer=[pll]", "++data.sets.dev_other.every=1",
@@ -94,10 +97,13 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
                             cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline and not (tmp_path / "s.sqlite").exists():
-            time.sleep(0.2)
-        time.sleep(2)
+        if after_store is None:
+            time.sleep(0.3)
+        else:
+            deadline = time.time() + 240
+            while time.time() < deadline and not (tmp_path / "s.sqlite").exists():
+                time.sleep(0.05)
+            time.sleep(after_store)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
     finally:
