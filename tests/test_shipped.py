@@ -14,9 +14,11 @@ from safetensors.torch import load_file
 
 import rescorer
 from rescorer import load_scorer
-from rescorer.shipped import ASSETS, SMOLLM2_GGUF, minilm_mlm, package_dir, smollm2
+from rescorer.shipped import ASSETS, SMOLLM2_GGUF, STUDENT_FILE, minilm_mlm, package_dir, rebuild_student, shipped_model, smollm2
+from rescorer.train.export import export_student
 
 from .conftest import DEMO, needs_minilm, needs_smollm2
+from .models import tiny_models  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,6 +64,63 @@ def test_shipped_mlm_beats_the_untrained_head_by_far():
     after = load_scorer("pll", str(minilm_mlm()), progress=False).perplexity(refs)
     assert after.word_level < before.word_level / 100
     assert after.word_level < 2000
+
+
+def test_a_student_ships_as_the_rows_training_changed_and_comes_back(tmp_path, tiny_models):
+    from transformers import AutoModelForSequenceClassification
+
+    base = tiny_models["bert"]
+    student = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
+    student.config.rescorer_student = {"level": "sentence", "mean": -4.0, "std": 1.5, "teacher": "pll|test"}
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, weight in student.named_parameters():
+            if name == "bert.embeddings.word_embeddings.weight":
+                weight[[3, 7, 11]] += 1e-2 * torch.randn(3, weight.shape[1], generator=generator)
+            elif name.startswith("bert.encoder."):
+                weight += 1e-3 * torch.randn(weight.shape, generator=generator)
+    student.save_pretrained(tmp_path / "student")
+    shipped = export_student(tmp_path / "student", base, tmp_path / "delta")
+    stored = load_file(tmp_path / "delta" / STUDENT_FILE)
+    assert stored["bert.embeddings.word_embeddings.weight.rows"].tolist() == [3, 7, 11]
+    assert "bert.encoder.layer.0.attention.self.query.weight.rows" in stored
+    assert "bert.embeddings.position_embeddings.weight.q" not in stored  # unchanged: no rows to store
+    rebuild_student(tmp_path / "delta", base, tmp_path / "rebuilt")
+    rebuilt = AutoModelForSequenceClassification.from_pretrained(tmp_path / "rebuilt")
+    original, restored = student.state_dict(), rebuilt.state_dict()
+    for name, weight in original.items():
+        # int8 rows of differences of at most ~5e-3 (noise 1e-3) and ~4e-2: an error of at most 1/254 of those
+        bound = 2e-4 if name.startswith(("bert.encoder.", "bert.embeddings.word")) else 1e-3 * weight.abs().max()
+        assert (restored[name] - weight).abs().max() <= bound, name
+    embeddings = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1).state_dict()
+    untouched = [i for i in range(embeddings["bert.embeddings.word_embeddings.weight"].shape[0]) if i not in (3, 7, 11)]
+    assert torch.equal(restored["bert.embeddings.word_embeddings.weight"][untouched],
+                       embeddings["bert.embeddings.word_embeddings.weight"][untouched])
+    assert rebuilt.config.rescorer_student == student.config.rescorer_student
+    ids = torch.randint(5, 100, (4, 12), generator=generator)
+    with torch.no_grad():
+        assert torch.allclose(rebuilt.eval()(input_ids=ids).logits, student.eval()(input_ids=ids).logits, atol=2e-3)
+    assert shipped["max_weight_error"] <= 2e-4
+    assert shipped["bytes"] < sum(w.numel() for w in original.values())  # under 1 byte a weight: rows changed only
+
+
+@needs_minilm
+@pytest.mark.parametrize("name", ["student_mse", "student_mwer"])
+def test_shipped_students_predict_the_teachers_pll(name):
+    """Each shipped student, rebuilt from its asset and the shipped masked LM, tracks its teacher on held-out
+    references (demo dev_other: never trained on) far better than the token count alone does."""
+    from transformers import AutoConfig
+
+    path = shipped_model(name)
+    info = AutoConfig.from_pretrained(path).rescorer_student
+    assert f"minilm-mlm-" in info["teacher"] and "variant:word_l2r" in info["teacher"]
+    refs = demo_refs(40)
+    teacher = load_scorer("pll", str(minilm_mlm()), variant="word_l2r", case="sentence", append_period=True,
+                          progress=False, store=None).compute(refs)
+    student = load_scorer("student", path, case="sentence", append_period=True, progress=False, store=None).score(refs)
+    length = [len(tokens) for tokens in teacher.tokens]
+    r = np.corrcoef(teacher.totals, student)[0, 1]
+    assert r > 0.95 and r > abs(np.corrcoef(teacher.totals, length)[0, 1]) + 0.02, r
 
 
 @needs_smollm2

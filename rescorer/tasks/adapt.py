@@ -7,7 +7,8 @@ from typing import Any
 
 from ..io.refs import read_refs
 from ..plots import curve_plot
-from ..train.adapt import AdaptConfig, adapt, export_delta
+from ..train.adapt import AdaptConfig, adapt
+from ..train.export import export_delta
 
 
 def run(cfg: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from ..plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
 from ..train.distill import DistillConfig, distill
+from ..train.export import export_student
 from ..train.mwer import MWERConfig, mwer_distill, nbest_lists
 from . import data_of, plain
 
@@ -81,6 +82,10 @@ def run(cfg: Any) -> dict[str, Any]:
     if task["heldout"]:
         seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
         report["sets"] = heldout(cfg, teacher, out / "student", seen, out)
+    if task["export"]:
+        report["export"] = export_student(out / "student", teacher["model"], task["export"])
+        print(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
+              f"largest weight error {report['export']['max_weight_error']:.1e}")
     write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
     (out / "curve.json").write_text(json.dumps(result["curve"], indent=1) + "\n")
     return report

@@ -170,23 +170,3 @@ def adapt(cfg: AdaptConfig, texts: Sequence[str] | None = None) -> dict[str, Any
     start_run(cfg.out_dir, asdict(cfg))
     limits = Limits(steps=cfg.steps, eval_every=cfg.eval_every, until=cfg.until, max_seconds=cfg.max_seconds)
     return train(Adaptation(cfg, texts), limits, cfg.out_dir, cfg.progress)
-
-
-def export_delta(model_dir: str | Path, out_dir: str | Path, shard_mb: int = 12) -> Path:
-    """Ship an adapted model as fp16 safetensors shards of every weight except the (frozen, tied) word
-    embeddings, which the pip-installed encoder already has; ``rescorer.shipped.minilm_mlm`` rebuilds the
-    full model."""
-    import torch
-    from huggingface_hub import save_torch_state_dict
-    from transformers import AutoModelForMaskedLM
-
-    model = AutoModelForMaskedLM.from_pretrained(model_dir)
-    tied = {n for n, p in model.named_parameters(remove_duplicate=False)
-            if p is model.get_input_embeddings().weight}
-    state = {k: v.to(torch.float16).contiguous() for k, v in model.state_dict().items()
-             if k not in tied and not k.endswith(".decoder.weight")}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_torch_state_dict(state, out, filename_pattern="delta{suffix}.safetensors", max_shard_size=f"{shard_mb}MB")
-    model.config.save_pretrained(out)
-    return out
