@@ -3,6 +3,7 @@
 #   --stage N          first stage to run;  --stop-stage N: last one
 #   --store FILE       the SQLite score store (default EXP/store.sqlite; share one to reuse scores across runs)
 #   --device D         auto | cpu | cuda
+#   --threads N        torch threads (default: the physical cores; 1 when other jobs share the machine)
 # A recipe sets `root`, `exp` and `usage` first and may handle its own options in `recipe_option`.
 set -euo pipefail
 repo=$(cd "$here/../.." && pwd)
@@ -10,6 +11,7 @@ stage=1
 stop_stage=99
 device=auto
 store=
+threads=
 while [ $# -gt 0 ]; do
   case $1 in
     --root) root=$2; shift 2 ;;
@@ -18,13 +20,15 @@ while [ $# -gt 0 ]; do
     --stop-stage) stop_stage=$2; shift 2 ;;
     --store) store=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
     *) if declare -F recipe_option > /dev/null && recipe_option "$1" "${2:-}"; then shift 2
-       else echo "usage: $0 [--root DIR] [--exp DIR] [--stage N] [--stop-stage N] [--store FILE] [--device auto|cpu|cuda] $usage" >&2; exit 2
+       else echo "usage: $0 [--root DIR] [--exp DIR] [--stage N] [--stop-stage N] [--store FILE] [--device auto|cpu|cuda] [--threads N] $usage" >&2; exit 2
        fi ;;
   esac
 done
 rescorer=${RESCORER:-rescorer}
 common=(hydra.run.dir=. "engine.store=${store:-$exp/store.sqlite}" "engine.device=$device")
+if [ -n "$threads" ]; then common+=("engine.threads=$threads"); fi
 if [ -d "$here/conf" ]; then common=(--config-dir "$here/conf" "${common[@]}"); fi
 
 run_stage() {  # run_stage N NAME COMMAND...: skipped before --stage, after --stop-stage, or when already done

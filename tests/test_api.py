@@ -16,7 +16,7 @@ from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
 
-EXCERPT = {"every": 10, "top": 5}  # 20 utterances × 5 hypotheses per demo set
+EXCERPT = {"every": 15, "top": 5}  # 20 utterances × 5 hypotheses per demo set
 
 
 @pytest.fixture(scope="module")

@@ -150,7 +150,7 @@ def test_evaluate_demo_end_to_end(tmp_path):
     for name in ("dev_other", "test_clean"):
         nbest = rescorer.read_nbest(DEMO / name, refs=DEMO / name / "ref.trn")
         entry = report["sets"][name]
-        assert entry["utterances"] == 200 and entry["hypotheses"] == 6000
+        assert entry["utterances"] == 300 and entry["hypotheses"] == 9000
         baseline = 100 * jiwer.wer(nbest.refs(), [u.hyps[0].text for u in nbest])
         assert entry["baseline"]["wer"] == pytest.approx(baseline, abs=1e-9)
         assert entry["oracle"]["wer"] < entry["baseline"]["wer"]

@@ -16,7 +16,7 @@ from .conftest import DEMO, needs_minilm
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
-BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=10", "++data.sets.test_clean.every=10",
+BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=15", "++data.sets.test_clean.every=15",
         "task.bootstrap=50", "engine.progress=false"]
 CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
 

@@ -148,7 +148,7 @@ main()
 @needs_minilm
 @needs_smollm2
 def test_the_demo_job_runs_offline_with_the_shipped_models(tmp_path, private_cache):
-    overrides = [f"{k}={v}" for name in ("dev_other", "test_clean")
+    overrides = [f"++{k}={v}" for name in ("dev_other", "test_clean")
                  for k, v in ((f"data.sets.{name}.every", 25), (f"data.sets.{name}.top", 4))]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "RESCORER_CACHE": str(private_cache)}
     result = subprocess.run([sys.executable, "-c", GUARDED, "+experiment=demo", *overrides, f"out_dir={tmp_path}/out",
@@ -156,6 +156,6 @@ def test_the_demo_job_runs_offline_with_the_shipped_models(tmp_path, private_cac
                             text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert set(report["weights"]) == {"pll", "ll"}
-    assert report["sets"]["test_clean"]["utterances"] == 8 and report["sets"]["test_clean"]["hypotheses"] == 32
+    assert set(report["weights"]) == {"student"} and report["search"]["method"] == "robust"
+    assert report["sets"]["test_clean"]["utterances"] == 12 and report["sets"]["test_clean"]["hypotheses"] == 48
     assert "rescored.wer" in result.stdout

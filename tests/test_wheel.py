@@ -67,7 +67,7 @@ def test_installed_wheel_runs_the_demo_from_any_directory(installed, tmp_path):
     baselines = demo_baselines()
     for name, baseline in baselines.items():
         entry = report["sets"][name]
-        assert entry["utterances"] == 200 and entry["hypotheses"] == 6000
+        assert entry["utterances"] == 300 and entry["hypotheses"] == 9000
         assert entry["baseline"]["wer"] == pytest.approx(baseline, abs=1e-9)
         assert Path(entry["path"]).is_relative_to(installed / "rescorer" / "demo")
     assert round(report["sets"]["dev_other"]["baseline"]["wer"], 2) == 2.32

@@ -87,8 +87,16 @@ def apply(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int
         "ci95": {"of": f"rescored - baseline {metric.name}", "low": scale * ci["low"], "high": scale * ci["high"],
                  "p_better": ci["p_better"], "samples": ci["samples"]},
         "changed_1best": int((ranks != base_ranks).sum()),
+        "change": significance(ci["low"], ci["high"], metric.higher_is_better),
     }
     return reranked(scored.nbest, scored.features, weights), entry
+
+
+def significance(low: float, high: float, higher_is_better: bool) -> str:
+    """The change in plain words from its 95% interval: significant only when the interval excludes 0."""
+    if low <= 0 <= high:
+        return "no significant change" if (low, high) != (0, 0) else "unchanged"
+    return "significantly " + ("better" if (low > 0) == higher_is_better else "worse")
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,8 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
     for name, scored in prepared.items():
         new, entry = apply(scored, weights, metric, bootstrap, seed)
         entry["tuned_on_this_set"] = name == dev
+        if name == dev:
+            entry["change"] += " (tuned here)"
         entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
                         for column, scorer in scorers.items()}
         applied[name] = (new, entry)
@@ -142,7 +152,7 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
                                 out.shown(plot) if plot else None)
         report["halves"] = study
         table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
-                 "ci95.low", "ci95.high"]
+                 "ci95.low", "ci95.high", "change"]
         weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
         write_report(out.work, report, table, f"{data}: rescored with {weights_text} (tuned on {dev})")
     return Rescored(report, nbests)
