@@ -135,3 +135,14 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
     assert report["weights"] == search.weights
     evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
     assert evaluated["sets"]["test_clean"]["baseline"] == report["sets"]["test_clean"]["baseline"]
+
+
+@pytest.mark.parametrize("low, high, higher_is_better, words", [
+    (-0.5, -0.1, False, "significantly better"), (0.1, 0.4, False, "significantly worse"),
+    (-0.2, 0.3, False, "no significant change"), (0.0, 0.0, False, "unchanged"),
+    (0.2, 1.5, True, "significantly better"), (-1.0, -0.1, True, "significantly worse"),
+    (0.0, 0.4, False, "no significant change")])
+def test_a_change_is_called_significant_only_when_its_interval_excludes_zero(low, high, higher_is_better, words):
+    from rescorer.pipeline.rescore import significance
+
+    assert significance(low, high, higher_is_better) == words

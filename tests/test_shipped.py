@@ -156,6 +156,6 @@ def test_the_demo_job_runs_offline_with_the_shipped_models(tmp_path, private_cac
                             text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert set(report["weights"]) == {"student"} and report["search"]["method"] == "robust"
+    assert set(report["weights"]) == {"student"} and report["search"]["method"] == "fast"
     assert report["sets"]["test_clean"]["utterances"] == 12 and report["sets"]["test_clean"]["hypotheses"] == 48
     assert "rescored.wer" in result.stdout

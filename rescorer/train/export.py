@@ -1,4 +1,5 @@
-"""Shippable forms of trained models: only what training changed, small enough for the repository.
+"""Shippable forms of trained models: only what training changed, small enough for the repository (each
+written to a temporary directory that replaces the target only when complete).
 
 - ``export_delta``: an adapted masked LM as fp16 shards of every weight except the frozen word embeddings,
   which the pip-installed encoder already has (``rescorer.shipped.minilm_mlm`` rebuilds it).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..io.common import atomic_dir
 from ..shipped import STUDENT_FILE, changed_rows, encoder_weights
 
 
@@ -25,11 +27,11 @@ def export_delta(model_dir: str | Path, out_dir: str | Path, shard_mb: int = 12)
             if p is model.get_input_embeddings().weight}
     state = {k: v.to(torch.float16).contiguous() for k, v in model.state_dict().items()
              if k not in tied and not k.endswith(".decoder.weight")}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_torch_state_dict(state, out, filename_pattern="delta{suffix}.safetensors", max_shard_size=f"{shard_mb}MB")
-    model.config.save_pretrained(out)
-    return out
+    with atomic_dir(out_dir) as out:
+        save_torch_state_dict(state, out, filename_pattern="delta{suffix}.safetensors",
+                              max_shard_size=f"{shard_mb}MB")
+        model.config.save_pretrained(out)
+    return Path(out_dir)
 
 
 def quantise_rows(delta):
@@ -68,8 +70,7 @@ def export_student(student_dir: str | Path, base_dir: str | Path, out_dir: str |
             tensors[f"{name}.diff"] = (weight.float() - base[name]).to(torch.float16).contiguous()
             restored = base[name] + tensors[f"{name}.diff"].float()
         error = max(error, float((restored - weight.float()).abs().max()))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, out / STUDENT_FILE)
-    config.save_pretrained(out)
-    return {"max_weight_error": error, "bytes": (out / STUDENT_FILE).stat().st_size}
+    with atomic_dir(out_dir) as out:
+        save_file(tensors, out / STUDENT_FILE)
+        config.save_pretrained(out)
+    return {"max_weight_error": error, "bytes": (Path(out_dir) / STUDENT_FILE).stat().st_size}
