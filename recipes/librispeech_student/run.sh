@@ -10,7 +10,7 @@ root=${RESCORER_DATA:-$here/../../../shared/data}/librispeech-espnet-30best
 exp=$here/../../exp/recipes/librispeech_student
 every=1
 teachers=no
-search=robust
+search=fast
 usage="[--every K] [--teachers yes|no] [--search fast|robust|grid]"
 recipe_option() {
   case $1 in --every) every=$2 ;; --teachers) teachers=$2 ;; --search) search=$2 ;; *) return 1 ;; esac
