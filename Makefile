@@ -32,6 +32,7 @@ bench: setup
 	$(BIN)/rescorer task=bench task.kind=ll out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=host out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=search out_dir=exp/bench
+	$(BIN)/rescorer task=bench task.kind=student out_dir=exp/bench
 
 clean:
 	rm -rf $(VENV) exp .pytest_cache .hypothesis *.egg-info
