@@ -115,7 +115,7 @@ def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
             scorers_of(cfg)
         return
     loaded = scorers_of(cfg)[scorer]
-    assert loaded.kind == scorer and loaded.score(["A CAT SAT"])[0] < 0
+    assert loaded.kind == cfg.scorer[scorer].kind and loaded.score(["A CAT SAT"])[0] < 0
 
 
 @pytest.mark.parametrize("group", ["search", "engine", "model"])
