@@ -40,11 +40,13 @@ def package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _digest(*files: Path) -> str:
+def _digest(*files: Path, whole: bool = False) -> str:
+    """A short name for files' contents: small files (all of them if ``whole``) by their bytes, others by size."""
     digest = hashlib.sha256()
     for file in files:
         digest.update(file.name.encode())
-        digest.update(file.read_bytes() if file.stat().st_size < 1 << 20 else str(file.stat().st_size).encode())
+        small = whole or file.stat().st_size < 1 << 20
+        digest.update(file.read_bytes() if small else str(file.stat().st_size).encode())
     return digest.hexdigest()[:12]
 
 
@@ -139,7 +141,8 @@ def student(name: str) -> Path:
     """A shipped student (``rescorer/assets/<name>``) rebuilt on ``minilm_mlm`` (built on first use)."""
     delta = ASSETS / name
     base = minilm_mlm()
-    target = cache_dir() / f"{name.replace('_', '-')}-{_digest(*sorted(delta.iterdir()), base / 'config.json')}"
+    weights = _digest(delta / "config.json", delta / STUDENT_FILE, whole=True)  # retrained: a new name, same size
+    target = cache_dir() / f"{name.replace('_', '-')}-{weights}-on-{base.name}"
     return _build(target, lambda tmp: rebuild_student(delta, base, tmp))
 
 

@@ -105,6 +105,28 @@ def test_a_student_ships_as_the_rows_training_changed_and_comes_back(tmp_path, t
 
 
 @needs_minilm
+def test_a_retrained_student_of_the_same_size_is_rebuilt(tmp_path, monkeypatch):
+    """The cache name hashes the whole asset: a student retrained to a file of the same size is not served stale."""
+    import shutil
+
+    from rescorer import shipped
+
+    shutil.copytree(ASSETS / "student_mse", tmp_path / "student_mse")
+    (tmp_path / "minilm_mlm").symlink_to(ASSETS / "minilm_mlm")
+    monkeypatch.setattr(shipped, "ASSETS", tmp_path)
+    first = shipped.student("student_mse")
+    weights = tmp_path / "student_mse" / STUDENT_FILE
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    (tmp_path / "student_mse" / "README.md").write_text("edited")
+    second = shipped.student("student_mse")
+    assert second != first and second.exists()
+    (tmp_path / "student_mse" / "README.md").write_text("edited again")  # documentation is not the model
+    assert shipped.student("student_mse") == second
+
+
+@needs_minilm
 @pytest.mark.parametrize("name", ["student_mse", "student_mwer"])
 def test_shipped_students_predict_the_teachers_pll(name):
     """Each shipped student, rebuilt from its asset and the shipped masked LM, tracks its teacher on held-out
