@@ -141,3 +141,22 @@ def test_mwer_student_trains_on_nbest_word_errors_and_selects_by_held_out_wer(ti
     again = mwer_distill(replace(cfg, epochs=3), mwer)
     assert [c["held_wer"] for c in again["curve"][: len(curve)]] == pytest.approx([c["held_wer"] for c in curve])
     assert again["step"] > result["step"]
+
+
+def test_an_export_that_cannot_be_written_is_one_line_and_keeps_the_student(tiny_models, tmp_path):
+    """`task.export` under a file: exit 2 with one line naming the path and where the trained student is."""
+    import subprocess
+    import sys
+
+    (tmp_path / "texts.txt").write_text("\n".join(demo_texts()[:40]) + "\n")
+    (tmp_path / "afile").write_text("x")
+    result = subprocess.run([sys.executable, "-m", "rescorer.cli", "task=distill", f"model.masked.path={tiny_models['bert']}",
+                             "task.teacher.variant=original", f"task.texts=[{tmp_path}/texts.txt]", "task.max_texts=40",
+                             "task.epochs=1", "task.batch_size=16", "task.dev_fraction=0.3", "task.heldout=false", "engine.progress=false",
+                             f"task.export={tmp_path}/afile/student", f"engine.store={tmp_path}/s.sqlite",
+                             f"out_dir={tmp_path}/out"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    assert "task.export=" in lines[0] and "afile" in lines[0] and str(tmp_path / "out" / "student") in lines[0]
+    assert (tmp_path / "out" / "student" / "config.json").exists()
+    assert (tmp_path / "afile").read_text() == "x"

@@ -83,7 +83,11 @@ def run(cfg: Any) -> dict[str, Any]:
         seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
         report["sets"] = heldout(cfg, teacher, out / "student", seen, out)
     if task["export"]:
-        report["export"] = export_student(out / "student", teacher["model"], task["export"])
+        try:
+            report["export"] = export_student(out / "student", teacher["model"], task["export"])
+        except OSError as err:
+            raise ConfigError(f"task.export={task['export']}: {err.strerror or err}; the trained student is in "
+                              f"{out / 'student'} (rerun to export it)") from err
         print(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
               f"largest weight error {report['export']['max_weight_error']:.1e}")
     write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
