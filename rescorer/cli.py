@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
@@ -21,8 +22,17 @@ def interrupted(cfg=None) -> None:
     os._exit(130)
 
 
+def exit_on_interrupt(cfg=None) -> None:
+    """Ctrl-C calls ``interrupted`` itself rather than raising KeyboardInterrupt, which a library's bare ``except:``
+    or a ``__del__`` running at that moment would swallow, leaving the run going; an ignored SIGINT (a background
+    job) stays ignored."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: interrupted(cfg))
+
+
 def run(cfg) -> None:
     """The Hydra task function: one line and exit 2 for what the user can fix; a traceback for our own bugs."""
+    exit_on_interrupt(cfg)
     from .tasks import run_task, user_error
     try:
         run_task(cfg)
@@ -51,6 +61,7 @@ def usage() -> str:
 
 
 def main() -> None:
+    exit_on_interrupt()
     try:
         args = sys.argv[1:]
         if "--version" in args:

@@ -115,6 +115,31 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, after_store):
     assert DEMO.exists()
 
 
+SWALLOWING = """
+import time
+from rescorer.cli import exit_on_interrupt
+exit_on_interrupt()
+print("ready", flush=True)
+for _ in range(100):
+    try:
+        time.sleep(0.1)
+    except BaseException:  # a library's bare except: it once kept a start-up interrupted in CI running
+        pass
+"""
+
+
+def test_ctrl_c_is_not_swallowed_by_a_bare_except():
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and stderr.strip().startswith("rescorer: interrupted"), stderr
+
+
 def test_issue16_13_the_readmes_own_data_command_works_as_written(tmp_path):
     """README: `rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=DEV_REFS
     data.sets.test.nbest=TEST data.sets.test.refs=TEST_REFS`."""
