@@ -51,6 +51,11 @@ CASES = {
     "misspelt task key": (["+task.colums={ctc: {}}"], ["'colums'", "columns"]),
     "missing N-best path": ([CTC, "data.sets.dev_other.nbest=/no/such/dir"], ["data.sets.dev_other.nbest", "/no/such/dir"]),
     "bad scorer variant": ([CTC, "scorer=[pll]", "scorer.pll.variant=random"], ["variant", "'random'"]),
+    "misspelt device": ([CTC, "scorer=[pll]", "engine.device=cdua"], ["device", "'cdua'"]),
+    "unknown dtype": ([CTC, "scorer=[pll]", "engine.dtype=float17"], ["dtype", "'float17'"]),
+    "unknown case": ([CTC, "scorer=[pll]", "scorer.pll.case=shout"], ["case", "'shout'"]),
+    "misspelt data set key": ([CTC, "++data.sets.dev_other.evry=3"], ["dev_other", "'evry'", "every"]),
+    "misspelt engine key": ([CTC, "++engine.bugdet=5"], ["'bugdet'", "budget"]),
 }
 
 

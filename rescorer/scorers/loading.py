@@ -17,6 +17,10 @@ def resolve_device(device: str = "auto") -> str:
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ScorerError(f"unknown device {device!r} (choose auto, cpu, cuda or cuda:N)") from None
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ScorerError(f"device={device!r} but CUDA is not available")
     return device
