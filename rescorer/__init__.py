@@ -12,7 +12,8 @@ import importlib
 from .version import __version__
 
 _HOMES = {
-    "pipeline": None, "load_scorer": "engine", "rescore": "pipeline.api", "Rescored": "pipeline.rescore",
+    "pipeline": None, "load_scorer": "engine", "rescore": "pipeline.api", "apply": "pipeline.api",
+    "Rescored": "pipeline.rescore", "Tuned": "pipeline.tuned",
     "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
     **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),
     **dict.fromkeys(("FORMATS", "detect_format", "nbest_from_generate", "read_nbest", "write_nbest"), "io"),

@@ -34,6 +34,7 @@ class Metric:
     scale: float
     units: str
     label: str
+    options: dict  # what ``make_metric(name, **options)`` needs to build the same metric again
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
@@ -64,6 +65,7 @@ class WER(Metric):
         if transform not in WER_TRANSFORMS:
             raise ConfigError(f"unknown WER transform {transform!r} (choose from {', '.join(WER_TRANSFORMS)})")
         self.transform = transform
+        self.options = {"transform": transform}
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         """[errors, reference words] per pair, with jiwer's transform and jiwer's edit-distance backend."""
@@ -101,8 +103,9 @@ class BLEUMetric(Metric):
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, force: bool = False):
-        self.bleu = BLEU(tokenize=tokenize, lowercase=lowercase, smooth_method=smooth_method,
-                         smooth_value=smooth_value, force=force)
+        self.options = {"tokenize": tokenize, "lowercase": lowercase, "smooth_method": smooth_method,
+                        "smooth_value": smooth_value, "force": force}
+        self.bleu = BLEU(**self.options)
         self.order = self.bleu.max_ngram_order
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
@@ -154,11 +157,14 @@ class BLEUMetric(Metric):
 
 
 def make_metric(name: str, **options) -> Metric:
-    if name == "wer":
-        return WER(**options)
-    if name == "bleu":
-        return BLEUMetric(**options)
-    raise ConfigError(f"unknown metric {name!r} (choose wer or bleu)")
+    """``wer`` or ``bleu`` with its options; an unknown name or option is one line naming it."""
+    kinds = {"wer": WER, "bleu": BLEUMetric}
+    if name not in kinds:
+        raise ConfigError(f"unknown metric {name!r} (choose wer or bleu)")
+    try:
+        return kinds[name](**options)
+    except TypeError as err:
+        raise ConfigError(f"metric {name}: {err}".replace("__init__() ", "")) from None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from ..io import MT_FORMATS
 from ..io.sets import NBestSet
 from ..metrics import make_metric
 from ..types import NBest
-from .rescore import Rescored, rescore_lists
+from .rescore import Rescored, apply_tuned, rescore_lists
+from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
 ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load_scorer options ({kind, model, …})
@@ -36,13 +37,14 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
             seed: int = 0, data: str = "data") -> Rescored:
     """Score every set with ``scorers``, tune the interpolation weights on ``dev``, apply them to every set.
 
-    ``dev`` is the tuning set (named ``dev`` in the report), or the name of one of ``sets``. Sets are NBests
-    (with references), paths, or NBestSet options. ``scorers`` map a column name to a loaded scorer
+    ``dev`` is the tuning set (named ``dev`` in the report; it needs references), or the name of one of ``sets``.
+    Sets are NBests, paths, or NBestSet options; a set without references is re-ranked and counted, not judged. ``scorers`` map a column name to a loaded scorer
     (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with ``engine``
     settings). ``metric``: ``wer``, ``bleu`` or ``auto`` (BLEU for MT formats). ``base`` is the column of weight 1,
     ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). With
     ``out_dir`` the run's files are written there as ``task=rescore`` writes them; without, nothing is written.
-    Returns the report (``.report``, ``.weights``) and the re-ranked lists (``.nbests``)."""
+    Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
+    (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
     named = {name: as_nbest(value, name) for name, value in (sets or {}).items()}
     if isinstance(dev, str) and dev in named:
         tune_on = dev
@@ -52,12 +54,36 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
         named, tune_on = {"dev": as_nbest(dev, "dev"), **named}, "dev"
     if metric == "auto":
         metric = "bleu" if any(n.fmt in MT_FORMATS for n in named.values()) else "wer"
-    missing = [name for name, nbest in named.items() if not nbest.has_refs]
-    if missing:
-        raise ConfigError(f"set(s) {missing} lack references: pass refs= when reading them")
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
     options = {"name": search} if isinstance(search, str) else dict(search)
     return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric), Column(base),
                          tuned, options, tune_on, bootstrap, seed, data, out_dir)
+
+
+def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
+          engine: Mapping[str, Any] | None = None, scorers: Mapping[str, BoundScorer] | None = None,
+          accept_changed_models: bool = False, bootstrap: int = 1000, seed: int = 0, data: str = "data",
+          name: str = "test") -> Rescored:
+    """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
+    score them with its scorers (loaded from the file with ``engine`` settings, or given as ``scorers``), apply its
+    weights, and report — the metric where the lists have references, the counts and changed 1-bests always.
+    ``sets``: one list (an NBest, a path or NBestSet options, named ``name``) or ``{name: list}``. A scorer whose
+    model or options changed since tuning is refused unless ``accept_changed_models``. With ``out_dir`` the same
+    files as ``task=rescore`` are written there."""
+    several = isinstance(sets, Mapping) and "nbest" not in sets
+    named = {n: as_nbest(v, n) for n, v in (sets.items() if several else [(name, sets)])}
+    source = None if isinstance(tuned, Tuned) else str(tuned)
+    tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
+    given = dict(scorers or {})
+    specs = {column: entry["spec"] for column, entry in tuned.scorers.items() if column not in given}
+    in_memory = sorted(column for column, spec in specs.items() if spec is None)
+    if in_memory:
+        raise ConfigError(f"{source or 'tuned'}: scorer(s) {in_memory} were in-memory models: pass them as scorers=")
+    loaded = {**load_scorers(specs, engine), **given}
+    unknown = sorted(set(loaded) - set(tuned.scorers))
+    if unknown:
+        raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer ({', '.join(tuned.scorers) or 'none'})")
+    tuned.check(loaded, source or "tuned", accept_changed_models)
+    return apply_tuned(named, tuned, {c: loaded[c] for c in tuned.scorers}, bootstrap, seed, data, out_dir, source)

@@ -3,7 +3,7 @@ all into a staging directory that replaces ``out_dir`` only when the whole run s
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -60,3 +60,17 @@ def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
     body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else "".join(
         f"{text}\n" for text in best)
     write_text(path, body)
+
+
+def write_toolkit_1best(nbest: NBest, directory: Path) -> Path | None:
+    """The 1-best in the file its toolkit's own scoring reads: ESPnet/Kaldi ``text`` (``id words``), fairseq
+    ``generate-1best.txt`` (the best H/D lines per id); None for formats whose 1-best is ``1best.txt`` itself."""
+    if nbest.fmt in ("espnet2", "espnet1", "kaldi"):
+        path = directory / "text"
+        write_1best(nbest, path, with_ids=True)
+        return path
+    if nbest.fmt == "fairseq":
+        path = directory / "generate-1best.txt"
+        write_nbest(nbest.with_utterances([replace(u, hyps=u.hyps[:1]) for u in nbest]), path)
+        return path
+    return None

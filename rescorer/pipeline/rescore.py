@@ -23,9 +23,11 @@ from ..plots import weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
-from .outputs import RunDir, run_dir, write_1best, write_scored
+from ..io.common import write_text
+from .outputs import RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
+from .tuned import FILE as TUNED_FILE, Tuned
 
 RESCORE_COLUMN = "rescore"
 
@@ -37,7 +39,7 @@ class ScoredSet:
     nbest: NBest
     scores: Mapping[str, ScoredTexts]
     features: Features
-    stats: NBestStats
+    stats: NBestStats | None  # None for a list without references
 
 
 def default_columns(scorers: Sequence[str]) -> list[Column]:
@@ -47,12 +49,13 @@ def default_columns(scorers: Sequence[str]) -> list[Column]:
 
 def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, columns: Sequence[Column],
             metric: Metric) -> ScoredSet:
-    """Score ``nbest`` with every LM and gather what tuning and applying need."""
+    """Score ``nbest`` with every LM and gather what tuning and applying need (metric statistics only for a list
+    with references)."""
     scored, scores = score_nbest(nbest, scorers)
     token_counts = {name: [len(t) for t in s.tokens] for name, s in scores.items()}
     values = {name: np.asarray(s.totals, dtype=float) for name, s in scores.items()}
-    return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values),
-                     NBestStats.compute(scored, metric))
+    stats = NBestStats.compute(scored, metric) if any(u.ref is not None for u in nbest) else None
+    return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values), stats)
 
 
 def tune(dev: ScoredSet, columns: Sequence[Column], search: Mapping[str, Any] | None = None) -> SearchResult:
@@ -73,22 +76,25 @@ def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     return nbest.with_utterances(utterances)
 
 
-def apply(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
-          seed: int = 0) -> tuple[NBest, dict[str, Any]]:
-    """The re-ranked list under ``weights`` and its metrics: baseline, rescored, oracle, paired-bootstrap CI."""
+def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
+                  seed: int = 0) -> tuple[NBest, dict[str, Any]]:
+    """The re-ranked list under ``weights`` and what changed: with references, baseline, rescored and oracle
+    metric and the paired-bootstrap CI of the change; without, the counts."""
+    ranks = best_ranks(scored.features, weights)
+    entry: dict[str, Any] = {"format": scored.nbest.fmt, "utterances": len(scored.nbest),
+                             "hypotheses": scored.nbest.num_hypotheses, "references": scored.stats is not None,
+                             "changed_1best": int((ranks != 0).sum())}
     stats, scale = scored.stats, metric.scale
-    ranks, base_ranks = best_ranks(scored.features, weights), stats.baseline_ranks()
-    ci = paired_bootstrap(stats, base_ranks, ranks, samples=bootstrap, seed=seed)
-    entry = {
-        "format": scored.nbest.fmt, "utterances": len(scored.nbest), "hypotheses": scored.nbest.num_hypotheses,
-        "baseline": {metric.name: scale * stats.score(base_ranks)},
-        "rescored": {metric.name: scale * stats.score(ranks)},
-        "oracle": {metric.name: scale * stats.score(stats.oracle_ranks())},
-        "ci95": {"of": f"rescored - baseline {metric.name}", "low": scale * ci["low"], "high": scale * ci["high"],
-                 "p_better": ci["p_better"], "samples": ci["samples"]},
-        "changed_1best": int((ranks != base_ranks).sum()),
-        "change": significance(ci["low"], ci["high"], metric.higher_is_better),
-    }
+    if stats is not None:
+        base_ranks = stats.baseline_ranks()
+        ci = paired_bootstrap(stats, base_ranks, ranks, samples=bootstrap, seed=seed)
+        entry.update({
+            "baseline": {metric.name: scale * stats.score(base_ranks)},
+            "rescored": {metric.name: scale * stats.score(ranks)},
+            "oracle": {metric.name: scale * stats.score(stats.oracle_ranks())},
+            "ci95": {"of": f"rescored - baseline {metric.name}", "low": scale * ci["low"], "high": scale * ci["high"],
+                     "p_better": ci["p_better"], "samples": ci["samples"]},
+            "change": significance(ci["low"], ci["high"], metric.higher_is_better)})
     return reranked(scored.nbest, scored.features, weights), entry
 
 
@@ -101,11 +107,12 @@ def significance(low: float, high: float, higher_is_better: bool) -> str:
 
 @dataclass(frozen=True)
 class Rescored:
-    """What a rescoring run gives back: the report (schema in README; ``outputs`` only when written) and every
-    set re-ranked under the tuned weights (column ``rescore`` added)."""
+    """What a rescoring run gives back: the report (schema in README; ``outputs`` only when written), every set
+    re-ranked under the tuned weights (column ``rescore`` added) and the tuned rescorer (``tuned.yaml``)."""
 
     report: dict[str, Any]
     nbests: dict[str, NBest]
+    tuned: Tuned | None = None
 
     @property
     def weights(self) -> dict[str, float]:
@@ -116,77 +123,124 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
                   columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
                   tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
                   out_dir: str | Path | None = None, halves: int = 0) -> Rescored:
-    """Tune on one set, apply to all; the report and the re-ranked sets, also written under ``out_dir`` if given
-    (``halves`` > 0 adds that many random half-splits of the tuning set comparing the fast and robust rules)."""
+    """Tune on one set (it needs references), apply to all; the report, the re-ranked sets and the tuned rescorer,
+    also written under ``out_dir`` if given (``halves`` > 0 adds that many random half-splits of the tuning set
+    comparing the fast and robust rules)."""
     columns = list(columns) if columns else default_columns(list(scorers))
-    dev = tuning_set(list(sets), tune_on)
+    check_sets(sets, bootstrap)
+    dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
+                     list(sets))
+    prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
+    result = tune(prepared[dev], columns, search)
+    weights = np.array([result.weights[c.name] for c in columns])
+    tuned = Tuned.of(base, columns, result.weights, metric, scorers, tuned_on=dev, data=data, search=result.method,
+                     dev={metric.name: metric.scale * result.dev})
+    applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, dev)
+    study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
+                        {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
+    report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
+    report["halves"] = study
+    title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
+    return finish(report, applied, metric, tuned, out_dir, title, result)
+
+
+def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], bootstrap: int = 1000,
+                seed: int = 0, data: str = "data", out_dir: str | Path | None = None,
+                source: str | None = None) -> Rescored:
+    """Score ``sets`` with ``scorers`` (those of ``tuned``), re-rank them with its weights and report: the metric
+    where references exist, the counts and changed 1-bests everywhere."""
+    check_sets(sets, bootstrap)
+    metric = tuned.make_metric()
+    prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
+    weights = np.array([tuned.weights[c.name] for c in tuned.columns])
+    applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, None)
+    report = {"task": "apply", "data": data, "metric": metric.name, "units": metric.units, "tuned": source,
+              "tuned_on": tuned.tuned_on, "base": tuned.base.name, "weights": dict(tuned.weights),
+              "scorers": {column: scorer.signature for column, scorer in scorers.items()},
+              "signature": signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
+              "sets": {name: entry for name, (_, entry) in applied.items()}}
+    title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
+    return finish(report, applied, metric, tuned, out_dir, title, None)
+
+
+def check_sets(sets: Mapping[str, NBest], bootstrap: int) -> None:
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
         raise ConfigError(f"task.bootstrap must be a positive number of resamples, not {bootstrap!r}")
     empty = [name for name, nbest in sets.items() if not len(nbest)]
     if empty:
         raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
-    prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
-    result = tune(prepared[dev], columns, search)
-    weights = np.array([result.weights[c.name] for c in columns])
+
+
+def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Metric,
+              scorers: Mapping[str, BoundScorer], bootstrap: int, seed: int,
+              dev: str | None) -> dict[str, tuple[NBest, dict[str, Any]]]:
+    """Every set re-ranked under ``weights`` with its report entry ((P)PPL per LM included)."""
     applied = {}
     for name, scored in prepared.items():
-        new, entry = apply(scored, weights, metric, bootstrap, seed)
+        new, entry = apply_weights(scored, weights, metric, bootstrap, seed)
         entry["tuned_on_this_set"] = name == dev
         if name == dev:
             entry["change"] += " (tuned here)"
         entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
                         for column, scorer in scorers.items()}
         applied[name] = (new, entry)
-    study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
-                        {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
+    return applied
+
+
+def finish(report: dict[str, Any], applied: Mapping[str, tuple[NBest, dict[str, Any]]], metric: Metric,
+           tuned: Tuned, out_dir: str | Path | None, title: str, result: SearchResult | None) -> Rescored:
+    """The run's result; with ``out_dir``, every set's outputs, ``tuned.yaml``, the weight plot and the report
+    written there together (all or nothing)."""
     nbests = {name: new for name, (new, _) in applied.items()}
     if out_dir is None:
-        entries = {name: entry for name, (_, entry) in applied.items()}
-        report = rescore_report(result, columns, scorers, metric, base, dev, data, entries, None)
-        return Rescored({**report, "halves": study}, nbests)
+        return Rescored(report, nbests, tuned)
     with run_dir(out_dir) as out:
-        entries = {name: {**entry, "outputs": write_rescored(new, out, name, metric)}
-                   for name, (new, entry) in applied.items()}
-        plot = weight_plot(result, [c.name for c in columns], metric, out.work / f"weights_{dev}.png")
-        report = rescore_report(result, columns, scorers, metric, base, dev, data, entries,
-                                out.shown(plot) if plot else None)
-        report["halves"] = study
+        for name, (new, entry) in applied.items():
+            entry["outputs"] = write_rescored(new, out, name, metric)
+        if result is not None:
+            plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.work / f"weights_{tuned.tuned_on}.png")
+            report["search"]["plot"] = out.shown(plot) if plot else None
+        tuned_path = out.work / TUNED_FILE
+        write_text(tuned_path, tuned.to_yaml(out.final / TUNED_FILE))
+        report["tuned_file"] = out.shown(tuned_path)
         table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
-                 "ci95.low", "ci95.high", "change"]
-        weights_text = ", ".join(f"{k}={v:g}" for k, v in result.weights.items()) or "none"
-        write_report(out.work, report, table, f"{data}: rescored with {weights_text} (tuned on {dev})")
-    return Rescored(report, nbests)
+                 "ci95.low", "ci95.high", "changed_1best", "change"]
+        write_report(out.work, report, table, title)
+    return Rescored(report, nbests, tuned)
 
 
-def rescore(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, out_dir: str | Path,
-            base: Column, columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
-            tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-            halves: int = 0) -> dict[str, Any]:
-    """Tune on one set, apply to all, write the outputs under ``out_dir`` and return the report (``task=rescore``)."""
-    return rescore_lists(sets, scorers, metric, base, columns, search, tune_on, bootstrap, seed, data, out_dir,
-                         halves).report
+def weights_text(weights: Mapping[str, float]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in weights.items()) or "none"
+
+
+def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: Mapping[str, float],
+              search: str) -> str:
+    """How a re-ranking was made, sacrebleu-style: tool version, metric, base, each weight and penalty, search."""
+    return "|".join([f"rescorer:{__version__}", metric.signature, f"base:{base.name}",
+                     *(f"{c.name}:{weights[c.name]:g}/lp:{c.penalty}" for c in columns), f"search:{search}"])
 
 
 def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
     """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be."""
     written = {**write_scored(nbest, out.work, name), "1best": out.work / name / "1best.txt"}
     write_1best(nbest, written["1best"], with_ids=metric.name == "wer")
+    toolkit = write_toolkit_1best(nbest, out.work / name)
+    if toolkit is not None:
+        written["toolkit_1best"] = toolkit
     return {kind: out.shown(path) for kind, path in written.items()}
 
 
 def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Mapping[str, BoundScorer],
-                   metric: Metric, base: Column, dev: str, data: str, entries: dict[str, Any],
-                   plot: str | None) -> dict[str, Any]:
-    """``report.json`` of a rescoring run (schema in README)."""
-    signature = "|".join([f"rescorer:{__version__}", metric.signature, f"base:{base.name}",
-                          *(f"{c.name}:{result.weights[c.name]:g}/lp:{c.penalty}" for c in columns),
-                          f"search:{result.method}"])
+                   metric: Metric, base: Column, dev: str, data: str,
+                   applied: Mapping[str, tuple[NBest, dict[str, Any]]]) -> dict[str, Any]:
+    """``report.json`` of a tuning run (schema in README)."""
     return {
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
         "tuned_on": dev, "base": base.name, "weights": result.weights,
         "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": plot,
+                   "dev": metric.scale * result.dev, "plot": None,
                    "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
-        "signature": signature, "sets": entries,
+        "signature": signature(metric, base, columns, result.weights, result.method),
+        "sets": {name: entry for name, (_, entry) in applied.items()},
     }

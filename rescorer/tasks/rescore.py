@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..combine import Column
-from ..pipeline import read_sets, rescore
+from ..pipeline import read_sets, rescore_lists
 from . import data_of, plain, scorers_of
 
 
@@ -12,9 +12,9 @@ def run(cfg: Any) -> dict[str, Any]:
     task = plain(cfg.task)
     corpus = data_of(cfg)
     sets, metric = read_sets(corpus)
-    tuned = task.get("columns")
-    columns = [Column.of(name, spec) for name, spec in tuned.items()] if tuned else None
+    columns = [Column.of(name, spec) for name, spec in task["columns"].items()] if task.get("columns") else None
     base = dict(task["base"])
-    return rescore(sets, scorers_of(cfg), metric, cfg.out_dir, Column.of(base.pop("name", "score"), base), columns,
-                   plain(cfg.search), task.get("tune_on"), task.get("bootstrap", 1000), task.get("seed", 0),
-                   data=corpus.name, halves=task.get("halves", 0))
+    return rescore_lists(sets, scorers_of(cfg), metric, Column.of(base.pop("name", "score"), base), columns,
+                         search=plain(cfg.search), tune_on=task.get("tune_on"), bootstrap=task.get("bootstrap", 1000),
+                         seed=task.get("seed", 0), data=corpus.name, out_dir=cfg.out_dir,
+                         halves=task.get("halves", 0)).report

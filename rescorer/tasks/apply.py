@@ -1,0 +1,19 @@
+"""``rescorer task=apply task.tuned=PATH``: re-rank new N-best lists (references optional) with a tuned rescorer."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from ..pipeline.api import apply
+from . import data_of, plain
+
+
+def run(cfg: Any) -> dict[str, Any]:
+    task = plain(cfg.task)
+    if not task.get("tuned"):
+        raise ConfigError("task.tuned is not set: name the tuned.yaml a task=rescore run wrote (task.tuned=PATH)")
+    corpus = data_of(cfg)
+    sets = {name: spec.read() for name, spec in corpus.sets.items()}
+    return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
+                 accept_changed_models=task.get("accept_changed_models", False), bootstrap=task.get("bootstrap", 1000),
+                 seed=task.get("seed", 0), data=corpus.name).report
