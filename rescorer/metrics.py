@@ -153,7 +153,12 @@ class BLEUMetric(Metric):
 
     @property
     def signature(self) -> str:
-        return str(self.bleu.get_signature())
+        """sacrebleu's own signature (it is known only once something was scored: one stream, one empty pair)."""
+        try:
+            return str(self.bleu.get_signature())
+        except ValueError:
+            self.bleu.corpus_score([""], [[""]])
+            return str(self.bleu.get_signature())
 
 
 def make_metric(name: str, **options) -> Metric:

@@ -38,9 +38,11 @@ def read_demo(name: str) -> rescorer.NBest:
 
 def test_public_api_names():
     for name in ("read_nbest", "write_nbest", "wer", "bleu", "load_scorer", "rescore", "nbest_from_generate",
-                 "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "__version__"):
+                 "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "__version__", "apply",
+                 "Tuned"):
         assert name in rescorer.__all__ and hasattr(rescorer, name), name
-    for name in ("read_sets", "score_nbest", "prepare", "tune", "apply", "rescore", "rescore_lists", "evaluate"):
+    for name in ("read_sets", "score_nbest", "prepare", "tune", "apply_weights", "apply_tuned", "rescore_lists",
+                 "evaluate"):
         assert callable(getattr(rescorer.pipeline, name)), name
     assert rescorer.io.nbest_from_generate is rescorer.nbest_from_generate
 
@@ -114,7 +116,7 @@ def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_p
     assert by_object.report == by_options.report and by_object.report["tuned_on"] == "dev"
     assert by_object.report["metric"] == "wer"
 
-    with pytest.raises(rescorer.ConfigError, match="lack references"):
+    with pytest.raises(rescorer.ConfigError, match="no references to tune on"):
         rescorer.rescore(dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), {}, {"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="named 'dev'"):
         rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
@@ -131,7 +133,8 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
     columns, base = [Column("ctc", range=(0, 1), step=0.5)], Column("score")
     prepared = {name: pipeline.prepare(nbest, {}, base, columns, make_metric("wer")) for name, nbest in sets.items()}
     search = pipeline.tune(prepared["dev_other"], columns)
-    report = pipeline.rescore(sets, {}, metric, tmp_path / "out", base, columns, bootstrap=100, data="demo")
+    report = pipeline.rescore_lists(sets, {}, metric, base, columns, bootstrap=100, data="demo",
+                                    out_dir=tmp_path / "out").report
     assert report["weights"] == search.weights
     evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
     assert evaluated["sets"]["test_clean"]["baseline"] == report["sets"]["test_clean"]["baseline"]

@@ -266,13 +266,15 @@ def read_hyporadise(path: str | Path) -> NBest:
 
 
 def looks_like_hyporadise(text: str) -> bool:
-    """A JSON list whose first record has an ``input`` list of strings and an ``output``."""
+    """A JSON list whose first record has an ``input`` list of strings (``output``, the reference, is optional:
+    output to re-rank has none)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
         return False
     first = doc[0] if isinstance(doc, list) and doc else None
-    return isinstance(first, dict) and isinstance(first.get("input"), list) and "output" in first
+    hyps = first.get("input") if isinstance(first, dict) else None
+    return isinstance(hyps, list) and all(isinstance(h, str) for h in hyps)
 
 
 __all__ = ["HYPORADISE", "SKELETON", "Fields", "looks_like_hyporadise", "read_fields", "read_hyporadise"]
