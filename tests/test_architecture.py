@@ -21,6 +21,7 @@ LAYERS = [
     ("scorers",),              # model adapters
     ("pcfg",),                 # grammars and exact charts
     ("plots", "report"),
+    ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
     ("filehash",),             # whole-content model hashes, cached (atomic writes through io)
@@ -29,7 +30,7 @@ LAYERS = [
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "metrics", "normalise", "combine", "types", "errors", "version")
+TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "types", "errors", "version")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 
