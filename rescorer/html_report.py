@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .changes import Change, word_ops
+from .changes import VERDICTS, Change, word_ops
 from .io.common import write_text
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
@@ -166,7 +166,7 @@ def changes_block(changes: Sequence[Change]) -> str:
     """Every changed utterance with a filter by verdict and the counts."""
     if not changes:
         return '<p class="note">No 1-best changed.</p>'
-    counts = {v: sum(c.verdict == v for c in changes) for v in (*SHOWN, "unknown")}
+    counts = {v: sum(c.verdict == v for c in changes) for v in VERDICTS}
     offered = [v for v in counts if v in SHOWN or counts[v]]
     buttons = [f'<button type="button" data-show="all" aria-pressed="true">all ({len(changes)})</button>']
     buttons += [f'<button type="button" data-show="{v}" aria-pressed="false">{v} ({counts[v]})</button>'
