@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Tuple, Union
 
 from rich.console import Console
 from rich.table import Table
@@ -11,15 +11,25 @@ from rich.table import Table
 from .io.common import write_text
 
 
-def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[str], title: str,
-                 key: str = "sets") -> Path:
+Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or (key path, header in words)
+
+
+def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[Column], title: str,
+                 key: str = "sets", notes: Sequence[str] = ()) -> Path:
     """Write ``report.json`` and ``report.md`` under ``out_dir``, print the table (a row per entry of
-    ``report[key]``: sets, methods, …), return the JSON path."""
+    ``report[key]``: sets, methods, …) and the ``notes`` lines after it, return the JSON path."""
     out = Path(out_dir)
-    rows = table_rows(report, columns, key)
+    rows = table_rows(report, [c if isinstance(c, str) else c[0] for c in columns], key)
+    headers = [c if isinstance(c, str) else c[1] for c in columns]
     write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    write_text(out / "report.md", markdown(report, columns, rows, title, key.removesuffix("s")))
-    print_table(rows, columns, title, report.get("signature", ""), key.removesuffix("s"))
+    body = markdown(report, headers, rows, title, key.removesuffix("s"))
+    if notes:
+        head, _, rest = body.partition("\n\n")
+        body = head + "\n\n```text\n" + "\n".join(notes) + "\n```\n\n" + rest
+    write_text(out / "report.md", body)
+    print_table(rows, headers, title, report.get("signature", ""), key.removesuffix("s"))
+    for line in notes:
+        print(line)
     return out / "report.json"
 
 

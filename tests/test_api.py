@@ -149,3 +149,19 @@ def test_a_change_is_called_significant_only_when_its_interval_excludes_zero(low
     from rescorer.pipeline.rescore import significance
 
     assert significance(low, high, higher_is_better) == words
+
+
+@pytest.mark.parametrize("utterances, samples, equal, words", [
+    (29, 1000, False, "too few utterances to tell (29 < 30)"), (30, 1000, False, "significantly better"),
+    (300, 999, False, "too few resamples to tell (task.bootstrap=999 < 1000)"), (300, 1, True, "unchanged"),
+    (2, 1000, True, "unchanged")])
+def test_too_few_utterances_or_resamples_cannot_be_significant(utterances, samples, equal, words):
+    from rescorer.pipeline.rescore import significance
+
+    assert significance(-0.5, -0.1, False, utterances, samples, equal) == words
+
+
+def test_identical_results_under_one_resample_are_unchanged(tmp_path):
+    dev = read_demo("dev_other")
+    result = rescorer.rescore(dev, {}, {}, columns={"ctc": {"range": [0, 0], "step": 1}}, bootstrap=1)
+    assert result.report["sets"]["dev"]["change"] == "unchanged (tuned here)"

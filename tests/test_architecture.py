@@ -20,7 +20,7 @@ LAYERS = [
     ("engine",),               # runs scorers: store, batching, budgets, scale-out
     ("scorers",),              # model adapters
     ("pcfg",),                 # grammars and exact charts
-    ("plots", "report", "html_report"),
+    ("plots", "report", "html_report", "summary"),
     ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
@@ -30,7 +30,7 @@ LAYERS = [
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "types", "errors", "version")
+TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "types", "errors", "version")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 

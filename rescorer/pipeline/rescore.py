@@ -23,7 +23,10 @@ from ..plots import weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
+from ..changes import Change, changed
+from ..html_report import write_html
 from ..io.common import write_text
+from ..summary import summary
 from .outputs import RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
@@ -94,14 +97,26 @@ def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootst
             "oracle": {metric.name: scale * stats.score(stats.oracle_ranks())},
             "ci95": {"of": f"rescored - baseline {metric.name}", "low": scale * ci["low"], "high": scale * ci["high"],
                      "p_better": ci["p_better"], "samples": ci["samples"]},
-            "change": significance(ci["low"], ci["high"], metric.higher_is_better)})
+            "change": significance(ci["low"], ci["high"], metric.higher_is_better, len(scored.nbest), bootstrap,
+                                   stats.score(ranks) == stats.score(base_ranks))})
     return reranked(scored.nbest, scored.features, weights), entry
 
 
-def significance(low: float, high: float, higher_is_better: bool) -> str:
-    """The change in plain words from its 95% interval: significant only when the interval excludes 0."""
+MIN_UTTERANCES, MIN_SAMPLES = 30, 1000  # below either, no interval is called significant
+
+
+def significance(low: float, high: float, higher_is_better: bool, utterances: int | None = None,
+                 samples: int | None = None, equal: bool = False) -> str:
+    """The change in plain words from its 95% interval: significant only when the interval excludes 0, from at
+    least 30 utterances and 1,000 resamples; equal results are "unchanged", never better."""
+    if equal or (low, high) == (0, 0):
+        return "unchanged"
+    if utterances is not None and utterances < MIN_UTTERANCES:
+        return f"too few utterances to tell ({utterances} < {MIN_UTTERANCES})"
+    if samples is not None and samples < MIN_SAMPLES:
+        return f"too few resamples to tell (task.bootstrap={samples} < {MIN_SAMPLES})"
     if low <= 0 <= high:
-        return "no significant change" if (low, high) != (0, 0) else "unchanged"
+        return "no significant change"
     return "significantly " + ("better" if (low > 0) == higher_is_better else "worse")
 
 
@@ -158,7 +173,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
               "tuned_on": tuned.tuned_on, "base": tuned.base.name, "weights": dict(tuned.weights),
               "scorers": {column: scorer.signature for column, scorer in scorers.items()},
               "signature": signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
-              "sets": {name: entry for name, (_, entry) in applied.items()}}
+              "sets": {name: a.entry for name, a in applied.items()}}
     title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
     return finish(report, applied, metric, tuned, out_dir, title, None)
 
@@ -171,41 +186,62 @@ def check_sets(sets: Mapping[str, NBest], bootstrap: int) -> None:
         raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
 
 
+@dataclass(frozen=True)
+class Applied:
+    """One set after re-ranking: the list, its report entry and its changed 1-bests."""
+
+    nbest: NBest
+    entry: dict[str, Any]
+    changes: list[Change]
+
+
 def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Metric,
-              scorers: Mapping[str, BoundScorer], bootstrap: int, seed: int,
-              dev: str | None) -> dict[str, tuple[NBest, dict[str, Any]]]:
-    """Every set re-ranked under ``weights`` with its report entry ((P)PPL per LM included)."""
+              scorers: Mapping[str, BoundScorer], bootstrap: int, seed: int, dev: str | None) -> dict[str, Applied]:
+    """Every set re-ranked under ``weights`` with its report entry ((P)PPL per LM, changed 1-bests judged
+    against the references where there are some)."""
     applied = {}
     for name, scored in prepared.items():
         new, entry = apply_weights(scored, weights, metric, bootstrap, seed)
+        old = scored.nbest
+        changes = changed([u.id for u in old], old.select([0] * len(old)), new.select([0] * len(new)),
+                          [u.ref for u in old], metric)
+        entry["changed_1best"] = len(changes)
+        if scored.stats is not None:
+            entry.update({verdict: sum(c.verdict == verdict for c in changes) for verdict in ("better", "worse", "same")})
         entry["tuned_on_this_set"] = name == dev
         if name == dev:
             entry["change"] += " (tuned here)"
         entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
                         for column, scorer in scorers.items()}
-        applied[name] = (new, entry)
+        applied[name] = Applied(new, entry, changes)
     return applied
 
 
-def finish(report: dict[str, Any], applied: Mapping[str, tuple[NBest, dict[str, Any]]], metric: Metric,
-           tuned: Tuned, out_dir: str | Path | None, title: str, result: SearchResult | None) -> Rescored:
-    """The run's result; with ``out_dir``, every set's outputs, ``tuned.yaml``, the weight plot and the report
-    written there together (all or nothing)."""
-    nbests = {name: new for name, (new, _) in applied.items()}
+def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metric, tuned: Tuned,
+           out_dir: str | Path | None, title: str, result: SearchResult | None) -> Rescored:
+    """The run's result; with ``out_dir``, every set's outputs, ``tuned.yaml``, the weight plot and the reports
+    (``report.json``, ``report.md``, ``report.html``) written there together (all or nothing)."""
+    nbests = {name: a.nbest for name, a in applied.items()}
     if out_dir is None:
         return Rescored(report, nbests, tuned)
+    changes = {name: a.changes for name, a in applied.items()}
     with run_dir(out_dir) as out:
-        for name, (new, entry) in applied.items():
-            entry["outputs"] = write_rescored(new, out, name, metric)
+        for name, a in applied.items():
+            a.entry["outputs"] = write_rescored(a.nbest, out, name, metric)
+        plot = None
         if result is not None:
             plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.work / f"weights_{tuned.tuned_on}.png")
             report["search"]["plot"] = out.shown(plot) if plot else None
-        tuned_path = out.work / TUNED_FILE
-        write_text(tuned_path, tuned.to_yaml(out.final / TUNED_FILE))
-        report["tuned_file"] = out.shown(tuned_path)
-        table = ["utterances", f"baseline.{metric.name}", f"rescored.{metric.name}", f"oracle.{metric.name}",
-                 "ci95.low", "ci95.high", "changed_1best", "change"]
-        write_report(out.work, report, table, title)
+        write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
+        report["tuned_file"] = str(out.final / TUNED_FILE)
+        report["html"] = str(out.final / "report.html")
+        write_html(out.work / "report.html", report, changes, plot.read_bytes() if plot else None)
+        name = metric.name.upper()
+        table = [("utterances", "utterances"), (f"baseline.{metric.name}", f"{name} before"),
+                 (f"rescored.{metric.name}", f"{name} after"), (f"oracle.{metric.name}", "best possible (oracle)"),
+                 ("ci95.low", "95% CI low"), ("ci95.high", "95% CI high"), ("changed_1best", "1-bests changed")]
+        write_report(out.work, report, table, title, notes=summary(report, changes, str(out.final),
+                                                                   report["tuned_file"] if result else None))
     return Rescored(report, nbests, tuned)
 
 
@@ -232,7 +268,7 @@ def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict
 
 def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Mapping[str, BoundScorer],
                    metric: Metric, base: Column, dev: str, data: str,
-                   applied: Mapping[str, tuple[NBest, dict[str, Any]]]) -> dict[str, Any]:
+                   applied: Mapping[str, Applied]) -> dict[str, Any]:
     """``report.json`` of a tuning run (schema in README)."""
     return {
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
@@ -242,5 +278,5 @@ def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Map
                    "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
         "signature": signature(metric, base, columns, result.weights, result.method),
-        "sets": {name: entry for name, (_, entry) in applied.items()},
+        "sets": {name: a.entry for name, a in applied.items()},
     }

@@ -1,0 +1,72 @@
+"""What a person reads first after a rescoring run: per set one headline (metric before → after, the change in
+words, how many 1-bests changed and whether for the better), a few changed examples, where the outputs are and
+the command that applies the tuned rescorer to new lists."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .changes import Change, examples, word_ops
+
+EXAMPLES = 3
+CONTEXT = 3  # unchanged words kept on each side of a difference in an example
+
+
+def compact(ref: str, hyp: str, context: int = CONTEXT) -> str:
+    """``hyp`` against ``ref`` with each difference marked (``[a→b]`` substituted, ``[-a]`` left out, ``[+b]``
+    inserted) and long unchanged stretches cut to ``context`` words either side (``…``)."""
+    ops = word_ops(ref, hyp)
+    out: list[str] = []
+    for k, (op, old, new) in enumerate(ops):
+        if op == "equal":
+            left, right = (context if k > 0 else 0), (context if k < len(ops) - 1 else 0)
+            out += [*old[:left], "…", *old[len(old) - right:]] if len(old) > left + right else old
+        elif op == "substitute":
+            out += [f"[{' '.join(old)}→{' '.join(new)}]"]
+        elif op == "delete":
+            out += [f"[-{' '.join(old)}]"]
+        else:
+            out += [f"[+{' '.join(new)}]"]
+    return " ".join(out)
+
+
+def headline(name: str, entry: Mapping[str, Any], metric: str, units: str) -> str:
+    """``test_clean: WER 1.37 → 1.31 (−4.4% relative), no significant change; 25 of 300 1-bests changed: …``."""
+    changed = f"{entry['changed_1best']} of {entry['utterances']} 1-bests changed"
+    if not entry.get("references", "rescored" in entry) or "rescored" not in entry:
+        return f"{name}: {changed} (no references: not judged)"
+    before, after = entry["baseline"][metric], entry["rescored"][metric]
+    relative = f" ({100 * (after - before) / before:+.1f}% relative)" if before else ""
+    shown = "%" if units == "percent" else ""
+    counts = ", ".join(f"{entry.get(k, 0)} {k}" for k in ("better", "worse", "same"))
+    ci = entry.get("ci95", {})
+    interval = f" (95% CI of the change {ci['low']:+.2f} to {ci['high']:+.2f})" if "low" in ci else ""
+    return (f"{name}: {metric.upper()} {before:.2f}{shown} → {after:.2f}{shown}{relative}: {entry['change']}"
+            f"{interval}; {changed}: {counts}")
+
+
+def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
+    """A few changed utterances, each word difference marked ``[reference→hypothesis]`` (``[-w]`` left out,
+    ``[+w]`` inserted); without references, the change itself ``[before→after]``."""
+    lines = []
+    for change in examples(changes, k):
+        if change.ref is None:
+            lines.append(f"  {change.id}: {compact(change.before, change.after)}")
+            continue
+        lines += [f"  {change.id} ({change.verdict}):", f"    before: {compact(change.ref, change.before)}",
+                  f"    after:  {compact(change.ref, change.after)}"]
+    return lines
+
+
+def summary(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]], out_dir: str,
+            tuned_file: str | None) -> list[str]:
+    """The lines printed after the table and put at the top of ``report.md``."""
+    lines = []
+    for name, entry in report["sets"].items():
+        lines.append(headline(name, entry, report["metric"], report.get("units", "")))
+        lines += example_lines(changes.get(name, ()))
+    lines.append(f"Outputs in {out_dir}/: report.html (every change, side by side), report.md, "
+                 f"<set>/1best.txt and each list re-ranked in its own format.")
+    if tuned_file:
+        lines.append(f"Apply the tuned rescorer to new lists: rescorer task=apply task.tuned={tuned_file} "
+                     "data=own data.sets.test.nbest=YOUR_LIST")
+    return lines
