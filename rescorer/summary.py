@@ -64,6 +64,8 @@ def summary(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]], 
     for name, entry in report["sets"].items():
         lines.append(headline(name, entry, report["metric"], report.get("units", "")))
         lines += example_lines(changes.get(name, ()))
+    lines += [f"Note: {note}" for note in report.get("notes", ())]
+    lines += [f"Warning: {warning}" for warning in report.get("warnings", ())]
     lines.append(f"Outputs in {out_dir}/: report.html (every change, side by side), report.md, "
                  f"<set>/1best.txt and each list re-ranked in its own format.")
     if tuned_file:

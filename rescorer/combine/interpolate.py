@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..types import NBest
 
-PENALTIES = ("none", "gnmt", "tokens")
+PENALTIES = ("none", "gnmt", "tokens", "auto")  # auto: tokens for an LM column when the base is per token, else none
 MAX_GRID = 10_000_000  # weights one column may be searched over
 WORD_COUNT_COLUMN = "words"  # the pseudo-column |h|_words: its weight is the word bonus β
 
@@ -32,7 +32,8 @@ class Column:
         unknown = sorted(set(spec or {}) - known)
         if unknown:
             raise ConfigError(f"column {name}: unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
-        return cls(name, **{k: tuple(v) if k == "range" and isinstance(v, list) else v for k, v in (spec or {}).items()})
+        values = {k: tuple(v) if k == "range" and isinstance(v, list) else v for k, v in (spec or {}).items()}
+        return cls(name, **{"penalty": "auto", **values})
 
     def __post_init__(self) -> None:
         if self.penalty not in PENALTIES:
@@ -61,6 +62,8 @@ class Column:
 
     def penalise(self, scores: np.ndarray, hyp_lengths: np.ndarray) -> np.ndarray:
         """``scores`` divided by this column's length penalty of ``hyp_lengths`` (tokens or words per hypothesis)."""
+        if self.penalty == "auto":
+            raise ConfigError(f"column {self.name}: penalty auto is decided from the data before scores are combined")
         if self.penalty == "gnmt":
             return scores / ((5.0 + hyp_lengths) / 6.0) ** self.alpha
         if self.penalty == "tokens":

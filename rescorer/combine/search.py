@@ -3,7 +3,8 @@
 ``grid_search`` re-ranks, then scores the chosen strings with jiwer / sacrebleu for every setting, as the
 paper's scripts do. ``fast_search`` scores settings in blocks from per-hypothesis statistics (a gather and a
 sum): exhaustively over the grid for up to two weights, by coordinate ascent with restarts beyond that.
-Both pick the best dev metric and break ties towards the largest weights.
+Both pick the best dev metric; the grid breaks ties towards the largest weights (as the paper's loops did), the
+fast search towards the smallest change from the base.
 """
 from __future__ import annotations
 
@@ -50,11 +51,19 @@ def weight_grid(columns: Sequence[Column]) -> np.ndarray:
     return np.array(list(itertools.product(*(c.grid for c in columns))), dtype=float)
 
 
-def pick(settings: np.ndarray, values: np.ndarray, higher_is_better: bool) -> int:
-    """Index of the best value; among equal values (1e-12) the largest weights, compared left to right."""
+def pick(settings: np.ndarray, values: np.ndarray, higher_is_better: bool, ties: str = "smallest") -> int:
+    """Index of the best value; among equal values (1e-12) the smallest change from the base (the smallest weights,
+    L2 norm, then left to right: ``ties="smallest"``) or, as the paper's loops did, the largest weights compared
+    left to right (``ties="largest"``)."""
     target = values.max() if higher_is_better else values.min()
     tied = np.flatnonzero(np.abs(values - target) <= 1e-12)
-    order = np.lexsort(tuple(-settings[tied, k] for k in reversed(range(settings.shape[1])))) if settings.shape[1] else [0]
+    if not settings.shape[1]:
+        return int(tied[0])
+    if ties == "largest":
+        order = np.lexsort(tuple(-settings[tied, k] for k in reversed(range(settings.shape[1]))))
+    else:
+        keys = tuple(np.abs(settings[tied, k]) for k in reversed(range(settings.shape[1])))
+        order = np.lexsort((*keys, np.round(np.linalg.norm(settings[tied], axis=1), 10)))
     return int(tied[order[0]])
 
 
@@ -71,8 +80,8 @@ def settings_metric(features: Features, stats: NBestStats, settings: np.ndarray)
     return out
 
 
-def _result(columns, settings, values, method, higher, start) -> SearchResult:
-    best = pick(settings, values, higher)
+def _result(columns, settings, values, method, higher, start, ties: str = "smallest") -> SearchResult:
+    best = pick(settings, values, higher, ties)
     weights = {c.name: float(settings[best, k]) for k, c in enumerate(columns)}
     return SearchResult(weights, float(values[best]), method, len(settings), time.perf_counter() - start,
                         settings, values)
@@ -84,7 +93,7 @@ def grid_search(nbest: NBest, features: Features, stats: NBestStats, columns: Se
     settings = weight_grid(columns)
     refs = nbest.refs()
     values = np.array([stats.metric.corpus(refs, nbest.select(best_ranks(features, w))) for w in settings])
-    return _result(columns, settings, values, "grid", stats.metric.higher_is_better, start)
+    return _result(columns, settings, values, "grid", stats.metric.higher_is_better, start, ties="largest")
 
 
 def fast_search(features: Features, stats: NBestStats, columns: Sequence[Column], restarts: int = 4,

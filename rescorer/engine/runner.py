@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
-
 from ..store import ScoreStore
 from ..scorers.rows import RowPool, expand
 from .batching import rows_in_budget
+from .progress import Progress
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
@@ -132,8 +131,8 @@ def run_pool(scorer: "Scorer", pool: RowPool, keys: Sequence[str], budget: int |
     stats.rows += pool.rows
     budget = budget or scorer.preferred_budget()
     last_flush = time.perf_counter()
-    with tqdm(total=pool.rows, unit="row", desc=scorer.kind, disable=None if progress is None else not progress,
-              dynamic_ncols=True) as bar:
+    bar = Progress(scorer.kind, stats.sentences, stats.cached, pool.rows, int(pool.length.sum()), progress)
+    try:
         position, pending = 0, None  # pending: the batch launched last, read after the next one is launched
         while position < pool.rows:
             picked = order[position : position + rows_in_budget(int(length[position]), budget)]
@@ -150,12 +149,14 @@ def run_pool(scorer: "Scorer", pool: RowPool, keys: Sequence[str], budget: int |
                 results.settle(*pending)
             pending, position = (picked, outputs), position + len(picked)
             stats.rows_computed += len(picked)
-            bar.update(len(picked))
+            bar.update(len(picked), int(pool.length[picked].sum()))
             if time.perf_counter() - last_flush > flush_seconds:
                 yield results.finished()
                 last_flush = time.perf_counter()
         if pending is not None:
             results.settle(*pending)
+    finally:
+        bar.close()
     yield results.finished()
 
 

@@ -45,6 +45,11 @@ WRITERS: dict[str, Callable[..., None]] = {
 GENERIC = ("fields",)  # read through a field mapping (``fields=``), never detected
 FORMATS = tuple(name for name in READERS if name not in GENERIC)
 MT_FORMATS = frozenset({"fairseq", "moses", "marian", "sockeye"})
+# The column each format ranks its hypotheses by: the base (weight 1) the LM columns are added to.
+BASE_COLUMNS = {"espnet2": ("score",), "espnet1": ("score",), "fairseq": ("score",), "moses": ("total",),
+                "marian": ("total",), "sockeye": ("score",), "nemo": ("score",), "mlm-scoring": ("score",),
+                "hyporadise": ("am_score", "score"), "jsonl": ("score", "total"), "fields": ("score", "total"),
+                "kaldi": ()}
 ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
 
 
@@ -103,6 +108,18 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     return nbest
 
 
+def natural_base(nbest: NBest) -> str:
+    """The column ``nbest``'s format ranks by (ESPnet and fairseq ``score``, Moses/Marian ``total``, HyPoradise
+    ``am_score`` or ``score``), else its only column; refused with the columns it has when neither is there."""
+    columns = nbest.columns
+    found = [c for c in BASE_COLUMNS.get(nbest.fmt, ()) if c in columns]
+    if found or len(columns) == 1:
+        return (found or columns)[0]
+    raise ConfigError(f"{nbest.source}: no base column to add LM scores to ({nbest.fmt} lists rank by "
+                      f"{' or '.join(BASE_COLUMNS.get(nbest.fmt, ())) or 'no single column'}); name one with "
+                      f"task.base.name=… (columns: {', '.join(columns) or 'none'})")
+
+
 def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_column: str | None = None,
                 **options) -> None:
     """Write ``nbest`` in ``fmt`` (default: the format it was read from), atomically.
@@ -121,5 +138,5 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     WRITERS[fmt](nbest, path, **options)
 
 
-__all__ = ["FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
+__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "natural_base", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
            "write_nbest"]

@@ -31,7 +31,7 @@ def as_nbest(value: SetLike, name: str) -> NBest:
 
 
 def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
-            scorers: Mapping[str, ScorerLike] | None = None, *, metric: str = "auto", base: str = "score",
+            scorers: Mapping[str, ScorerLike] | None = None, *, metric: str = "auto", base: str | None = None,
             columns: Mapping[str, Mapping[str, Any] | None] | None = None, search: str | Mapping[str, Any] = "fast",
             out_dir: str | Path | None = None, engine: Mapping[str, Any] | None = None, bootstrap: int = 1000,
             seed: int = 0, data: str = "data") -> Rescored:
@@ -40,7 +40,8 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     ``dev`` is the tuning set (named ``dev`` in the report; it needs references), or the name of one of ``sets``.
     Sets are NBests, paths, or NBestSet options; a set without references is re-ranked and counted, not judged. ``scorers`` map a column name to a loaded scorer
     (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with ``engine``
-    settings). ``metric``: ``wer``, ``bleu`` or ``auto`` (BLEU for MT formats). ``base`` is the column of weight 1,
+    settings). ``metric``: ``wer``, ``bleu`` or ``auto`` (BLEU for MT formats). ``base`` is the column of weight 1
+    (None: the one the format ranks by),
     ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). With
     ``out_dir`` the run's files are written there as ``task=rescore`` writes them; without, nothing is written.
     Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
@@ -58,7 +59,8 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
     options = {"name": search} if isinstance(search, str) else dict(search)
-    return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric), Column(base),
+    return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric),
+                         Column(base) if base else None,
                          tuned, options, tune_on, bootstrap, seed, data, out_dir)
 
 

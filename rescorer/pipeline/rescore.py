@@ -7,6 +7,7 @@ JSONL; a PNG shows the dev metric against the weights.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -25,8 +26,10 @@ from ..types import NBest
 from ..version import __version__
 from ..changes import Change, changed
 from ..html_report import write_html
+from ..io import natural_base
 from ..io.common import write_text
 from ..summary import summary
+from .scales import match_scales, search_warnings
 from .outputs import RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
@@ -47,7 +50,7 @@ class ScoredSet:
 
 def default_columns(scorers: Sequence[str]) -> list[Column]:
     """One tuned column per LM: the first on [0, 1] step 0.05, the others step 0.1 (Salazar et al.)."""
-    return [Column(name, step=0.05 if k == 0 else 0.1) for k, name in enumerate(scorers)]
+    return [Column(name, step=0.05 if k == 0 else 0.1, penalty="auto") for k, name in enumerate(scorers)]
 
 
 def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, columns: Sequence[Column],
@@ -134,27 +137,33 @@ class Rescored:
         return self.report["weights"]
 
 
-def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, base: Column,
-                  columns: Sequence[Column] | None = None, search: Mapping[str, Any] | None = None,
-                  tune_on: str | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-                  out_dir: str | Path | None = None, halves: int = 0) -> Rescored:
+def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric,
+                  base: Column | None = None, columns: Sequence[Column] | None = None,
+                  search: Mapping[str, Any] | None = None, tune_on: str | None = None, bootstrap: int = 1000,
+                  seed: int = 0, data: str = "data", out_dir: str | Path | None = None, halves: int = 0) -> Rescored:
     """Tune on one set (it needs references), apply to all; the report, the re-ranked sets and the tuned rescorer,
-    also written under ``out_dir`` if given (``halves`` > 0 adds that many random half-splits of the tuning set
-    comparing the fast and robust rules)."""
-    columns = list(columns) if columns else default_columns(list(scorers))
+    also written under ``out_dir`` if given. ``base`` (weight 1) defaults to the column the format ranks by;
+    ``auto`` penalties match LM columns to a per-token base; ``halves`` > 0 adds that many random half-splits of
+    the tuning set comparing the fast and robust rules."""
     check_sets(sets, bootstrap)
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
                      list(sets))
+    base = base or Column(natural_base(sets[dev]))
+    columns, notes = match_scales(list(columns) if columns else default_columns(list(scorers)), base, sets[dev],
+                                  list(scorers))
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
     result = tune(prepared[dev], columns, search)
+    warnings = search_warnings(result, columns)
+    for warning in warnings:
+        print(f"rescorer: warning: {warning}", file=sys.stderr)
     weights = np.array([result.weights[c.name] for c in columns])
     tuned = Tuned.of(base, columns, result.weights, metric, scorers, tuned_on=dev, data=data, search=result.method,
                      dev={metric.name: metric.scale * result.dev})
     applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, dev)
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
-    report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
-    report["halves"] = study
+    report = {**rescore_report(result, columns, scorers, metric, base, dev, data, applied), "halves": study,
+              "penalties": {c.name: c.penalty for c in columns}, "notes": notes, "warnings": warnings}
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
     return finish(report, applied, metric, tuned, out_dir, title, result)
 

@@ -14,7 +14,9 @@ def run(cfg: Any) -> dict[str, Any]:
     sets, metric = read_sets(corpus)
     columns = [Column.of(name, spec) for name, spec in task["columns"].items()] if task.get("columns") else None
     base = dict(task["base"])
-    return rescore_lists(sets, scorers_of(cfg), metric, Column.of(base.pop("name", "score"), base), columns,
+    name = base.pop("name", None)
+    return rescore_lists(sets, scorers_of(cfg), metric, Column.of(name, {"penalty": "none", **base}) if name else None,
+                         columns,
                          search=plain(cfg.search), tune_on=task.get("tune_on"), bootstrap=task.get("bootstrap", 1000),
                          seed=task.get("seed", 0), data=corpus.name, out_dir=cfg.out_dir,
                          halves=task.get("halves", 0)).report

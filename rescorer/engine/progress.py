@@ -1,0 +1,80 @@
+"""Progress of a scoring run: a bar on a terminal; elsewhere a plain line every ``every`` seconds; and, once a
+short probe has run, one line with what is being scored and how long it will take (with a faster scorer to try
+when that is long). Time is measured in padded tokens, as batches are made: rows run longest first, so rows per
+second early on would overstate the wait."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+from tqdm.auto import tqdm
+
+PROBE_SECONDS = 3.0   # scoring time before the estimate is printed
+SHOW_ABOVE = 20.0     # an estimate shorter than this is not worth a line
+LONG = 600.0          # an estimate longer than this suggests the one-pass student
+FAST_KIND = "student"
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``, ``2 h 05 min``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class Progress:
+    """Tracks rows and tokens done of ``rows``/``tokens`` for a ``kind`` scorer over ``texts`` (``cached`` of them
+    found in the store). ``enabled``: None → bar on a terminal, plain lines otherwise; False → silent."""
+
+    def __init__(self, kind: str, texts: int, cached: int, rows: int, tokens: int, enabled: bool | None = None,
+                 every: float = 10.0, stream: TextIO | None = None, clock: Callable[[], float] = time.perf_counter):
+        self.kind, self.texts, self.cached, self.rows, self.tokens = kind, texts, cached, rows, tokens
+        self.stream, self.clock, self.every = stream or sys.stderr, clock, every
+        terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.silent = enabled is False
+        self.plain = not self.silent and not terminal and enabled is None
+        self.bar = tqdm(total=rows, unit="row", desc=kind, disable=self.silent or self.plain, dynamic_ncols=True,
+                        file=self.stream)
+        self.start = self.last = clock()
+        self.rows_done = self.tokens_done = 0
+        self.estimated = False
+
+    def update(self, rows: int, tokens: int) -> None:
+        self.rows_done += rows
+        self.tokens_done += tokens
+        self.bar.update(rows)
+        now = self.clock()
+        if self.silent:
+            return
+        if not self.estimated and now - self.start >= PROBE_SECONDS:
+            self.estimated = True
+            self.estimate(now)
+        if self.plain and now - self.last >= self.every:
+            self.last = now
+            self.say(f"{self.kind}: {self.rows_done:,}/{self.rows:,} rows ({100 * self.rows_done / max(self.rows, 1):.0f}%), "
+                     f"{duration(now - self.start)} elapsed, about {duration(self.left(now))} left")
+
+    def left(self, now: float) -> float:
+        rate = self.tokens_done / max(now - self.start, 1e-9)
+        return (self.tokens - self.tokens_done) / max(rate, 1e-9)
+
+    def estimate(self, now: float) -> None:
+        """One line: what is scored and about how long it takes; a faster scorer to try when that is long."""
+        total = now - self.start + self.left(now)
+        if total < SHOW_ABOVE:
+            return
+        hint = (f"; for a faster run try scorer=[{FAST_KIND}] (the one-pass student)"
+                if total > LONG and self.kind != FAST_KIND else "")
+        self.say(f"scoring {self.texts:,} texts with {self.kind} ({self.cached:,} already in the store): "
+                 f"{self.rows:,} model rows, about {duration(total)} in all{hint}")
+
+    def say(self, text: str) -> None:
+        tqdm.write(f"rescorer: {text}", file=self.stream)
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.bar.close()

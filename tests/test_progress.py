@@ -1,0 +1,51 @@
+"""Progress of a scoring run: plain lines off a terminal, and one estimate line after a short probe, judged
+with a clock the test moves (no sleeping, nothing depends on the machine's speed)."""
+from __future__ import annotations
+
+import io
+
+from rescorer.engine.progress import Progress, duration
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(kind: str, seconds_per_step: float, steps: int, enabled=None) -> list[str]:
+    """``steps`` equal batches of 10 rows × 100 tokens, each taking ``seconds_per_step``."""
+    clock, stream = Clock(), io.StringIO()
+    progress = Progress(kind, texts=900, cached=100, rows=10 * steps, tokens=1000 * steps, enabled=enabled,
+                        stream=stream, clock=clock)
+    for _ in range(steps):
+        clock.now += seconds_per_step
+        progress.update(10, 1000)
+    progress.close()
+    return stream.getvalue().splitlines()
+
+
+def test_a_long_run_states_its_size_and_estimate_once_and_suggests_the_student():
+    lines = run("pll", 1.0, 1000)   # 1,000 s in all
+    estimates = [line for line in lines if "model rows" in line]
+    assert estimates == ["rescorer: scoring 900 texts with pll (100 already in the store): 10,000 model rows, "
+                         "about 16 min 40 s in all; for a faster run try scorer=[student] (the one-pass student)"]
+
+
+def test_off_a_terminal_a_plain_line_comes_every_ten_seconds():
+    lines = [line for line in run("ll", 1.0, 100) if "elapsed" in line]
+    assert len(lines) == 10
+    assert lines[0] == "rescorer: ll: 100/1,000 rows (10%), 10 s elapsed, about 1 min 30 s left"
+
+
+def test_short_runs_and_the_student_say_less_and_progress_false_says_nothing():
+    assert run("pll", 0.1, 100) == []                       # 10 s in all: no estimate, no plain line
+    student = [line for line in run("student", 1.0, 1000) if "model rows" in line]
+    assert len(student) == 1 and "try scorer" not in student[0]
+    assert run("pll", 1.0, 1000, enabled=False) == []
+
+
+def test_duration_reads_as_a_person_would_say_it():
+    assert [duration(s) for s in (0, 45, 200, 3600, 7500)] == ["0 s", "45 s", "3 min 20 s", "1 h 00 min", "2 h 05 min"]
