@@ -9,7 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..engine import BoundScorer, EngineSettings, apply_threads, load_scorers
-from ..errors import ConfigError, RescorerError
+from ..errors import ConfigError, RescorerError, check_known
 from ..paths import CONF, DEMO, root
 from ..shipped import package_dir, shipped_model
 
@@ -56,9 +56,8 @@ def check_keys(cfg: DictConfig, group: str, option: str) -> None:
             known |= set(OmegaConf.load(CONF / group / f"{parent}.yaml")) - {"defaults"}
         elif not isinstance(parent, str):
             known |= {str(k).rpartition("@")[2] for k in parent if "@" in str(k)}
-    unknown = sorted(set(cfg[group]) - known)
-    if unknown and known:
-        raise ConfigError(f"unknown {group} option(s) {unknown} for {group}={option} (known: {', '.join(sorted(known))})")
+    if known:
+        check_known(f"{group} key", cfg[group], known)
 
 
 def run_task(cfg: DictConfig) -> Any:
