@@ -19,7 +19,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 from sacrebleu.metrics import BLEU
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 from .types import NBest
 
 WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standardize}
@@ -62,7 +62,7 @@ class WER(Metric):
 
     def __init__(self, transform: str = "default"):
         if transform not in WER_TRANSFORMS:
-            raise ConfigError(f"unknown WER transform {transform!r} (choose from {', '.join(WER_TRANSFORMS)})")
+            raise UnknownNameError("WER transform", transform, WER_TRANSFORMS)
         self.transform = transform
 
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
@@ -158,7 +158,7 @@ def make_metric(name: str, **options) -> Metric:
         return WER(**options)
     if name == "bleu":
         return BLEUMetric(**options)
-    raise ConfigError(f"unknown metric {name!r} (choose wer or bleu)")
+    raise UnknownNameError("metric", name, ["wer", "bleu"])
 
 
 @dataclass(frozen=True)
