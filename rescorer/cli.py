@@ -122,12 +122,15 @@ def picked_options(pick: Any) -> list[str]:
     if pick.is_delete():
         return []
     values = list(pick.sweep_iterator()) if pick.is_sweep_override() else [pick.value()]
-    return [name for value in values for name in (value if isinstance(value, list) else [value]) if isinstance(name, str)]
+    names = [name for value in values for name in (value if isinstance(value, list) else [value])]
+    return [name for name in names if isinstance(name, str)]
 
 
 def first_choice(pick: Any) -> str:
     """A group override as its first job would have it (the first choice of a sweep)."""
-    return f"{pick.get_key_element()}={next(pick.sweep_string_iterator())}" if pick.is_sweep_override() else pick.input_line
+    if not pick.is_sweep_override():
+        return pick.input_line
+    return f"{pick.get_key_element()}={next(pick.sweep_string_iterator())}"
 
 
 def composed_config(dirs: list[Path], name: str, overrides: list[str]) -> dict[str, Any]:
@@ -161,7 +164,8 @@ def check_key(cfg: dict[str, Any], override: Any, groups: dict[str, list[str]]) 
                 what = f"{'.'.join(where)} key" if where else "key"
                 raise UnknownNameError(what, name, sorted(node if readable is None else readable))
             if not (override.is_add() or override.is_force_add()):
-                raise ConfigError(f"{'.'.join(path[:depth + 1])} is not in the config: add it with +{override.input_line}")
+                key = ".".join(path[:depth + 1])
+                raise ConfigError(f"{key} is not in the config: add it with +{override.input_line}")
             return
         node = node[name]
 

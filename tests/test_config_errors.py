@@ -44,7 +44,8 @@ MISSPELT = [  # (overrides, the words the error line must hold)
 
 
 def rescorer_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
     return subprocess.run([sys.executable, "-m", "rescorer.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 

@@ -23,14 +23,10 @@ def load_scorer(kind: str, model: str | None, *, case: str = "keep", append_peri
     ``oov=``). Common options: ``case``, ``append_period``, ``device``, ``dtype``, ``revision``,
     ``trust_remote_code``, ``compile`` (torch.compile each layer), ``loaded`` (an in-memory (tokenizer, model))."""
     common = dict(normaliser=Normaliser(case, append_period), compile=compile)
-    scorer = _build(kind, model, common, options)
+    scorer = adapter_class(kind)(model, **options, **common)
     if "loaded" not in options and "grammar" not in options:  # how a worker rebuilds it (in-memory models stay here)
         scorer.spec = dict(kind=kind, model=model, case=case, append_period=append_period, compile=compile, **options)
     return scorer
-
-
-def _build(kind: str, model: str | None, common: dict[str, Any], options: dict[str, Any]) -> Scorer:
-    return adapter_class(kind)(model, **options, **common)
 
 
 def adapter_class(kind: str) -> type[Scorer]:

@@ -9,9 +9,8 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..engine import BoundScorer, EngineSettings, apply_threads, load_scorers
+from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
 from ..errors import ConfigError, RescorerError, check_known
-from ..engine.factory import ENGINE_KEYS
 from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
