@@ -1,11 +1,14 @@
 """The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``; ``--help`` and
-``--version`` are answered before Hydra starts, and Ctrl-C at any moment is one line and exit 130."""
+``--version`` are answered before Hydra starts, a misspelt group, option or key is refused before it composes,
+and Ctrl-C at any moment is one line and exit 130."""
 from __future__ import annotations
 
 import logging
 import os
 import signal
 import sys
+from pathlib import Path
+from typing import Any, NoReturn
 
 GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 
@@ -42,22 +45,129 @@ def run(cfg) -> None:
         reason = user_error(err)
         if reason is None:
             raise
-        print(f"rescorer: error: {reason}", file=sys.stderr)
-        sys.exit(2)
+        fail(reason)
+
+
+def fail(reason: str) -> NoReturn:
+    """What the user can fix: one line, exit 2."""
+    print(f"rescorer: error: {reason}", file=sys.stderr)
+    sys.exit(2)
+
+
+def group_options(dirs: list[Path]) -> dict[str, list[str]]:
+    """Each config group of the config directories and its options (the yaml files under the group's folder)."""
+    options: dict[str, set[str]] = {}
+    for conf in dirs:
+        for path in conf.glob("*/**/*.yaml"):
+            group, *option = path.relative_to(conf).with_suffix("").parts
+            options.setdefault(group, set()).add("/".join(option))
+    return {group: sorted(names) for group, names in options.items()}
 
 
 def usage() -> str:
     """A few lines: what to type, the tasks and every config group's options."""
     from .tasks import CONF, task_names
     from .version import __version__
-    rows = {"task=": task_names(), **{("+" if group == "experiment" else "") + f"{group}=":
-                                      sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in GROUPS}}
+    options = group_options([CONF])
+    rows = {"task=": task_names(), **{("+" if group == "experiment" else "") + f"{group}=": options[group]
+                                      for group in GROUPS}}
     width = max(map(len, rows))
     return "\n".join([f"rescorer {__version__}: rescore ASR/MT N-best lists with language models",
                       "usage: rescorer [task=TASK] [data=DATA] [scorer=[pll,ll]] [GROUP=OPTION] [key=value ...]",
                       *(f"  {label:<{width}} {' '.join(names)}" for label, names in rows.items()),
                       "e.g.   rescorer task=rescore data=demo scorer=[ll]    rescorer +experiment=demo",
                       f"more:  rescorer ... --cfg job (the composed config), --hydra-help; configs: {CONF}"])
+
+
+def check_command_line(args: list[str]) -> None:
+    """Refuse a misspelt config group, option or key before Hydra composes, which would print several lines: the
+    groups and options are the yaml files of ``conf/`` and of ``--config-dir``, the keys those of the config the
+    group choices compose and, for a ``+key``, those its reader takes. Hydra's own refusals become one line."""
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .errors import ConfigError, UnknownNameError
+    from .tasks import CONF
+
+    parsed = get_args_parser().parse_args(args)
+    dirs = [CONF, *([Path(parsed.config_dir).resolve()] if parsed.config_dir else [])]
+    if parsed.config_path or parsed.hydra_help or parsed.info or parsed.shell_completion or parsed.experimental_rerun \
+            or not all(conf.is_dir() for conf in dirs):
+        return  # another primary config, or not a run: Hydra's to handle
+    try:
+        overrides = OverridesParser.create().parse_overrides(parsed.overrides)
+        if any(o.key_or_group == "hydra.searchpath" for o in overrides):
+            return  # more config directories: Hydra's to search
+        groups = group_options(dirs)
+        picks = [o for o in overrides if o.key_or_group in groups]
+        if any(o.value_type is ValueType.GLOB_CHOICE_SWEEP for o in picks):
+            return  # the options a glob picks are Hydra's to find
+        for pick in picks:
+            for name in picked_options(pick):
+                if name not in groups[pick.key_or_group]:
+                    raise UnknownNameError(pick.key_or_group, name, groups[pick.key_or_group])
+        cfg = composed_config(dirs, parsed.config_name or "config", [first_choice(o) for o in picks])
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(" ".join(word for word in str(err).split() if word != "^")) from None
+    for override in overrides:
+        if override not in picks and not override.is_hydra_override():
+            check_key(cfg, override, groups)
+
+
+def picked_options(pick: Any) -> list[str]:
+    """The options a group override picks: one, a list (``scorer=[pll,ll]``), each of a sweep's; none to delete."""
+    if pick.is_delete():
+        return []
+    values = list(pick.sweep_iterator()) if pick.is_sweep_override() else [pick.value()]
+    names = [name for value in values for name in (value if isinstance(value, list) else [value])]
+    return [name for name in names if isinstance(name, str)]
+
+
+def first_choice(pick: Any) -> str:
+    """A group override as its first job would have it (the first choice of a sweep)."""
+    if not pick.is_sweep_override():
+        return pick.input_line
+    return f"{pick.get_key_element()}={next(pick.sweep_string_iterator())}"
+
+
+def composed_config(dirs: list[Path], name: str, overrides: list[str]) -> dict[str, Any]:
+    """The config ``name`` composes with these group overrides, interpolations left as written."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    quoted = ",".join("'" + f"file://{conf}".replace("\\", "\\\\").replace("'", "\\'") + "'" for conf in dirs[1:])
+    with initialize_config_dir(config_dir=str(dirs[0]), version_base="1.3"):
+        cfg = compose(config_name=name, overrides=[*overrides, *([f"hydra.searchpath=[{quoted}]"] if quoted else [])])
+    return OmegaConf.to_container(cfg, resolve=False)
+
+
+def check_key(cfg: dict[str, Any], override: Any, groups: dict[str, list[str]]) -> None:
+    """Refuse an override of a key the config lacks: one no reader takes (suggesting the closest valid key), one
+    that needs ``+`` to be added, or one to delete."""
+    from .errors import ConfigError, UnknownNameError
+    from .tasks import readable_keys
+
+    path = override.key_or_group.split(".")
+    node: Any = cfg
+    for depth, name in enumerate(path):
+        if not isinstance(node, dict):
+            return  # under a value or a null: Hydra says what it makes of it
+        if name not in node:
+            where = tuple(path[:depth])
+            readable = readable_keys(where, node)
+            if not where:
+                readable |= set(groups)  # `+experiment=NAME`: a group not in the defaults
+            if override.is_delete() or (readable is not None and name not in readable):
+                what = f"{'.'.join(where)} key" if where else "key"
+                raise UnknownNameError(what, name, sorted(node if readable is None else readable))
+            if not (override.is_add() or override.is_force_add()):
+                key = ".".join(path[:depth + 1])
+                raise ConfigError(f"{key} is not in the config: add it with +{override.input_line}")
+            return
+        node = node[name]
 
 
 def main() -> None:
@@ -73,7 +183,12 @@ def main() -> None:
             return
         import hydra
 
+        from .errors import RescorerError
         from .tasks import CONF, register_resolvers
+        try:
+            check_command_line(args)
+        except RescorerError as err:
+            fail(str(err))
         register_resolvers()
         hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")(run)()
     except KeyboardInterrupt:

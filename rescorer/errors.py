@@ -1,7 +1,9 @@
 """Errors that reach the user: each names the file, line and offending value."""
 from __future__ import annotations
 
+import difflib
 import os
+from typing import Iterable
 
 
 class RescorerError(Exception):
@@ -27,6 +29,29 @@ class DataFormatError(NBestFormatError):
 
 class ConfigError(RescorerError, ValueError):
     """A configuration value that cannot work."""
+
+
+class UnknownNameError(ConfigError):
+    """A misspelt name (a config group, option or key; a variant): the bad names, the closest valid one when one is
+    close, and the choices."""
+
+    def __init__(self, what: str, names: str | Iterable[str], choices: Iterable[str]):
+        self.names = [names] if isinstance(names, str) else [str(name) for name in names]
+        self.choices = list(dict.fromkeys(str(choice) for choice in choices))
+        self.suggestions = list(dict.fromkeys(match for name in self.names
+                                              for match in difflib.get_close_matches(name, self.choices, n=1)))
+        plural = "s" if len(self.names) > 1 else ""
+        hint = f", did you mean {', '.join(map(repr, self.suggestions))}?" if self.suggestions else ""
+        super().__init__(f"unknown {what}{plural} {', '.join(map(repr, self.names))}{hint} "
+                         f"(choose from {', '.join(self.choices)})")
+
+
+def check_known(what: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise :class:`UnknownNameError` for the names of ``given`` (in order) that are not ``known``."""
+    known = set(known)
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise UnknownNameError(what, unknown, sorted(known))
 
 
 class StoreError(RescorerError):

@@ -19,7 +19,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 from sacrebleu.metrics import BLEU
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 from .types import NBest
 
 WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standardize}
@@ -63,7 +63,7 @@ class WER(Metric):
 
     def __init__(self, transform: str = "default"):
         if transform not in WER_TRANSFORMS:
-            raise ConfigError(f"unknown WER transform {transform!r} (choose from {', '.join(WER_TRANSFORMS)})")
+            raise UnknownNameError("WER transform", transform, WER_TRANSFORMS)
         self.transform = transform
         self.options = {"transform": transform}
 
@@ -165,7 +165,7 @@ def make_metric(name: str, **options) -> Metric:
     """``wer`` or ``bleu`` with its options; an unknown name or option is one line naming it."""
     kinds = {"wer": WER, "bleu": BLEUMetric}
     if name not in kinds:
-        raise ConfigError(f"unknown metric {name!r} (choose wer or bleu)")
+        raise UnknownNameError("metric", name, list(kinds))
     try:
         return kinds[name](**options)
     except TypeError as err:

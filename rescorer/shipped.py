@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -173,5 +173,5 @@ SHIPPED = {"minilm_mlm": minilm_mlm, "smollm2": smollm2,
 def shipped_model(name: str) -> str:
     """The directory of a shipped model by name (``minilm_mlm``, ``smollm2``, ``student_mse``, ``student_mwer``)."""
     if name not in SHIPPED:
-        raise ConfigError(f"unknown shipped model {name!r} (choose from {', '.join(SHIPPED)})")
+        raise UnknownNameError("shipped model", name, SHIPPED)
     return str(SHIPPED[name]())

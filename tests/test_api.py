@@ -122,7 +122,7 @@ def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_p
         rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="expected an NBest"):
         rescorer.rescore(42, {}, {})
-    with pytest.raises(rescorer.ConfigError, match="column ll: unknown option"):
+    with pytest.raises(rescorer.ConfigError, match="unknown column ll key 'rnage', did you mean 'range'"):
         rescorer.rescore(dev, {}, {"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})
 
 

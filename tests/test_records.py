@@ -192,7 +192,7 @@ def test_malformed_records_name_file_and_line(tmp_path, name, files, fmt, spec, 
 
 
 @pytest.mark.parametrize("spec, message", [
-    ({"hyps": "h", "colums": ["a"]}, "unknown option(s) ['colums']"),
+    ({"hyps": "h", "colums": ["a"]}, "unknown fields key 'colums' (choose from container, hyps, id, rank, ref, scores)"),
     ({"hyps": "h", "rank": "r"}, "needs fields.id"),
     ({"hyps": "h", "ref": "h"}, "each field once"),
     ({"hyps": 3}, "fields.hyps must name a field"),

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownNameError
 from ..metrics import NBestStats
 from ..types import NBest
 from .interpolate import Column, Features, best_ranks
@@ -134,4 +134,4 @@ def search_weights(method: str, nbest: NBest, features: Features, stats: NBestSt
         from .robust import robust_search
 
         return robust_search(features, stats, columns, **options)
-    raise ConfigError(f"unknown search {method!r} (choose grid, fast or robust)")
+    raise UnknownNameError("search", method, ["grid", "fast", "robust"])

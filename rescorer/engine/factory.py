@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_known
 from ..scorers import load_scorer as load_adapter
 from .bound import BoundScorer
 from .cores import apply_threads
@@ -31,10 +31,7 @@ class EngineSettings:
     def of(cls, options: Mapping[str, Any] | None) -> "EngineSettings":
         """From an ``engine`` mapping; an unknown key or a value of the wrong kind is an error naming it."""
         options = dict(options or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(f"unknown engine option(s) {unknown} (known: {', '.join(sorted(known))})")
+        check_known("engine key", options, ENGINE_KEYS)
         for key in ("budget", "threads"):
             value = options.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -54,11 +51,13 @@ class EngineSettings:
         return {"device": self.device, "dtype": self.dtype, "compile": self.compile}
 
 
+ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
+
+
 def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str, Any]]:
     """``engine.*`` settings and the scorer's own options, from one mapping holding both."""
-    known = {f.name for f in fields(EngineSettings)}
-    return (EngineSettings.of({k: v for k, v in options.items() if k in known}),
-            {k: v for k, v in options.items() if k not in known})
+    return (EngineSettings.of({k: v for k, v in options.items() if k in ENGINE_KEYS}),
+            {k: v for k, v in options.items() if k not in ENGINE_KEYS})
 
 
 def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = None, **options: Any) -> BoundScorer:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..errors import ConfigError, ScorerError
+from ..errors import ConfigError, ScorerError, check_known
 from .runner import EngineStats, ScoreMap, compute
 
 if TYPE_CHECKING:
@@ -44,10 +44,7 @@ class ScaleConfig:
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> "ScaleConfig":
         """From ``engine.scale``; an unknown key is an error naming the known ones."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(f"unknown engine.scale option(s) {unknown} (known: {', '.join(sorted(known))})")
+        check_known("engine.scale key", options, (f.name for f in fields(cls)))
         return cls(**options)
 
     def __post_init__(self) -> None:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..errors import ConfigError, NBestFormatError
+from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
 from .common import load_json, parse_score, read_text, split_lines
 
@@ -46,10 +46,7 @@ class Fields:
         if isinstance(options, Fields):
             return options
         options = dict(options or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(f"fields: unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
+        check_known("fields key", options, (f.name for f in fields(cls)))
         scores = options.get("scores", ())
         options["scores"] = (scores,) if isinstance(scores, str) else tuple(scores or ())
         for key, value in options.items():

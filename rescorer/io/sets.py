@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_known
 from ..types import NBest
 from . import MT_FORMATS, detect_format, read_nbest
 
@@ -52,11 +52,9 @@ class Corpus:
                  if v is not None and (isinstance(v, NBestSet) or v.get("nbest") is not None)}
         if not given:
             raise ConfigError(f"data '{self.name}' lists no sets (give one: data.sets.<name>.nbest=PATH)")
-        known = {f.name for f in fields(NBestSet)}
         for name, spec in given.items():
-            unknown = sorted(set(spec) - known) if isinstance(spec, Mapping) else []
-            if unknown:
-                raise ConfigError(f"data.sets.{name}: unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
+            if isinstance(spec, Mapping):
+                check_known(f"data.sets.{name} key", spec, (f.name for f in fields(NBestSet)))
         self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in given.items()}
         for name, spec in self.sets.items():
             if not Path(spec.nbest).exists():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, UnknownNameError
 from ..io.common import load_json, read_text, split_lines
 
 TableColumn = Union[str, int]  # a column of a pairs file: its name, or (CSV/TSV) its 0-based position
@@ -147,7 +147,7 @@ def files_of(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
 def read_pairs(path: str | Path, fmt: str = "blimp", limit: int | None = None, **columns: Any) -> list[Pair]:
     """Every pair of a file or directory; ``columns`` overrides the format's column names (None: keep)."""
     if fmt not in PRESETS:
-        raise ConfigError(f"unknown pair format {fmt!r} (choose from {', '.join(FORMATS)})")
+        raise UnknownNameError("pair format", fmt, FORMATS)
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be ≥ 1, not {limit}")
     options = {**PRESETS[fmt], **{k: v for k, v in columns.items() if v is not None}}

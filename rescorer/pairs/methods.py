@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import BoundScorer
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownNameError
 from .data import Pair
 
 ALPHA = 0.8
@@ -214,7 +214,7 @@ class Judge:
 
     def __call__(self, method: str) -> Judgments:
         if method not in METHODS:
-            raise ConfigError(f"unknown minimal-pair method {method!r} (choose from {', '.join(METHODS)})")
+            raise UnknownNameError("minimal-pair method", method, METHODS)
         source, measure = METHODS[method]
         readout = self.readout(source)
         scores = self.measure(readout, measure)

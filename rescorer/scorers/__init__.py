@@ -5,9 +5,10 @@ score store, scale-out). ``rescorer.load_scorer`` gives both in one object with 
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import UnknownNameError
 from ..normalise import Normaliser
 from .base import Scorer
 
@@ -22,30 +23,38 @@ def load_scorer(kind: str, model: str | None, *, case: str = "keep", append_peri
     ``oov=``). Common options: ``case``, ``append_period``, ``device``, ``dtype``, ``revision``,
     ``trust_remote_code``, ``compile`` (torch.compile each layer), ``loaded`` (an in-memory (tokenizer, model))."""
     common = dict(normaliser=Normaliser(case, append_period), compile=compile)
-    scorer = _build(kind, model, common, options)
+    scorer = adapter_class(kind)(model, **options, **common)
     if "loaded" not in options and "grammar" not in options:  # how a worker rebuilds it (in-memory models stay here)
         scorer.spec = dict(kind=kind, model=model, case=case, append_period=append_period, compile=compile, **options)
     return scorer
 
 
-def _build(kind: str, model: str | None, common: dict[str, Any], options: dict[str, Any]) -> Scorer:
+def adapter_class(kind: str) -> type[Scorer]:
+    """The model adapter class of ``kind`` (imported on first use)."""
     if kind == "pll":
         from .masked import MaskedLMScorer
 
-        return MaskedLMScorer(model, **options, **common)
+        return MaskedLMScorer
     if kind == "ll":
         from .causal import CausalLMScorer
 
-        return CausalLMScorer(model, **options, **common)
+        return CausalLMScorer
     if kind == "pcfg":
         from .pcfg import PCFGScorer
 
-        return PCFGScorer(model, **options, **common)
+        return PCFGScorer
     if kind == "student":
         from .student import StudentScorer
 
-        return StudentScorer(model, **options, **common)
-    raise ConfigError(f"unknown scorer kind {kind!r} (choose from {', '.join(KINDS)})")
+        return StudentScorer
+    raise UnknownNameError("scorer kind", kind, KINDS)
 
 
-__all__ = ["KINDS", "Scorer", "load_scorer"]
+def option_names(kind: str) -> set[str]:
+    """Every option ``load_scorer(kind, ...)`` takes by name, the adapter's own included."""
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {parameter.name for function in (load_scorer, adapter_class(kind))
+            for parameter in inspect.signature(function).parameters.values() if parameter.kind in named}
+
+
+__all__ = ["KINDS", "Scorer", "adapter_class", "load_scorer", "option_names"]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownNameError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .encoder_at import EncoderAt
 from .rows import RowPool, columns, concat, expand, take
@@ -64,7 +64,7 @@ def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarr
         return index, ends[word]
     if variant == "whole_word":
         return starts[word], ends[word]
-    raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
+    raise UnknownNameError("PLL variant", variant, VARIANTS)
 
 
 class MaskedLMScorer(Scorer):
@@ -85,7 +85,7 @@ class MaskedLMScorer(Scorer):
         (``rescorer.scorers.windows``)."""
         super().__init__(**common)
         if variant not in VARIANTS:
-            raise ConfigError(f"unknown PLL variant {variant!r} (choose from {', '.join(VARIANTS)})")
+            raise UnknownNameError("PLL variant", variant, VARIANTS)
         if words not in WORD_BOUNDARIES:
             raise ConfigError(f"words must be one of {', '.join(WORD_BOUNDARIES)}, not {words!r}")
         from transformers import AutoModelForMaskedLM

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, ScorerError
+from ..errors import ConfigError, ScorerError, UnknownNameError
 from ..pcfg import PCFG, UNK, Charts, Induction, load_grammar
 from .base import Scorer
 from .rows import RowPool, stack
@@ -34,7 +34,7 @@ class PCFGScorer(Scorer):
         """``device``/``dtype`` are accepted like every scorer's but unused: the charts run in NumPy."""
         super().__init__(**common)
         if variant not in VARIANTS:
-            raise ConfigError(f"unknown PCFG variant {variant!r} (choose from {', '.join(VARIANTS)})")
+            raise UnknownNameError("PCFG variant", variant, VARIANTS)
         if oov not in OOV_POLICIES:
             raise ConfigError(f"oov must be one of {', '.join(OOV_POLICIES)}, not {oov!r}")
         if score_eos and variant != "causal":

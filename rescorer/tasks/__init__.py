@@ -3,14 +3,16 @@ and what they share in turning a config into library calls. Task modules never i
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..engine import BoundScorer, EngineSettings, apply_threads, load_scorers
-from ..errors import ConfigError, RescorerError
+from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
+from ..errors import ConfigError, RescorerError, check_known
 from ..paths import CONF, DEMO, root
+from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
 
 
@@ -56,9 +58,38 @@ def check_keys(cfg: DictConfig, group: str, option: str) -> None:
             known |= set(OmegaConf.load(CONF / group / f"{parent}.yaml")) - {"defaults"}
         elif not isinstance(parent, str):
             known |= {str(k).rpartition("@")[2] for k in parent if "@" in str(k)}
-    unknown = sorted(set(cfg[group]) - known)
-    if unknown and known:
-        raise ConfigError(f"unknown {group} option(s) {unknown} for {group}={option} (known: {', '.join(sorted(known))})")
+    if known:
+        check_known(f"{group} key", cfg[group], known)
+
+
+def readable_keys(path: tuple[str, ...], node: Mapping[str, Any]) -> set[str] | None:
+    """The keys the reader of the config node at ``path`` takes, which a ``+key`` may add: those the node has, the
+    engine settings, the parameters of the class a section's ``_target_`` names, a scorer entry's options; None (any
+    key) below a section (a new data set or column, a training stage's option), where each reader checks its own."""
+    if len(path) == 1 and path[0] == "engine":
+        return set(node) | ENGINE_KEYS
+    if len(path) == 1:
+        parameters = target_parameters(node.get("_target_"))
+        return None if parameters is None else set(node) | parameters
+    if len(path) == 2 and path[0] == "scorer":
+        return set(node) | (option_names(node["kind"]) if node.get("kind") in KINDS else set())
+    return None if path else set(node)
+
+
+def target_parameters(target: Any) -> set[str] | None:
+    """The parameters of the class a ``_target_`` names, None where it takes any keyword; none for a function (a
+    task's ``run(cfg)`` reads the node itself) or a name that does not import (instantiating it will say so)."""
+    module, _, name = str(target).rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except Exception:  # None, or a name that does not import
+        return set()
+    if not inspect.isclass(found):
+        return set()
+    parameters = inspect.signature(found).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return {parameter.name for parameter in parameters if parameter.kind is not inspect.Parameter.VAR_POSITIONAL}
 
 
 def run_task(cfg: DictConfig) -> Any:

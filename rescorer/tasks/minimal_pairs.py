@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..engine import BoundScorer, load_scorers
-from ..errors import ConfigError
+from ..errors import ConfigError, check_known
 from ..pairs.data import Pair
 from ..pairs.evaluate import pair_records, summarise, write_pair_records
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
@@ -28,9 +28,7 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], me
                    **judge_options: Any) -> dict[str, Any]:
     """Judge ``pairs`` with each method and scorer ({label: scorer}); write the report, records and plot."""
     start = time.perf_counter()
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ConfigError(f"unknown minimal-pair method(s) {unknown} (choose from {', '.join(METHODS)})")
+    check_known("minimal-pair method", methods, METHODS)
     causal = [label for label, s in scorers.items() if hasattr(s.adapter, "next_token")]
     if not causal and ({*methods} & {*NEEDS_CAUSAL} or ensembles):
         raise ConfigError("Yes/No, A/B and ensembles read next-token probabilities: select a causal LM (scorer=[ll])")

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import load_scorer
-from ..errors import ConfigError
+from ..errors import ConfigError, check_known
 from ..io.common import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.evaluate import agreement, agreement_plot, aligned
@@ -123,9 +123,7 @@ def run_experiment(options: Mapping[str, Any], out_dir: str | Path,
     trained LMs and the grammar are scored with them); returns the report."""
     out = Path(out_dir)
     models = list(options.get("models", MODELS))
-    unknown = [m for m in models if m not in MODELS]
-    if unknown:
-        raise ConfigError(f"task.models: unknown {unknown} (choose from {', '.join(MODELS)})")
+    check_known("task.models entry", models, MODELS)
     engine = dict(engine or {})
     induction = Induction(**options.get("induction", {}))
     grammar = load_grammar(options["grammar"], induction)

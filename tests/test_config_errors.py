@@ -1,0 +1,76 @@
+"""A misspelt config group, option or key on the command line: one stderr line naming it, the closest valid name and
+the choices, exit status 2, no traceback, nothing written; valid overrides still run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rescorer.paths import CONF
+
+from .conftest import ROOT
+
+SCORERS = sorted(p.stem for p in (CONF / "scorer").glob("*.yaml"))
+
+MISSPELT = [  # (overrides, the words the error line must hold)
+    pytest.param(["scorers=[student]"], ["'scorers'", "'scorer'"], id="top-level key"),
+    pytest.param(["+scorers=[student]"], ["'scorers'", "'scorer'"], id="appended top-level key"),
+    pytest.param(["+outdir=x"], ["'outdir'", "'out_dir'"], id="appended out_dir"),
+    pytest.param(["search=gird"], ["'gird'", "'grid'", "fast, grid, robust"], id="search option"),
+    pytest.param(["scorer=[bert]"], ["'bert'", ", ".join(SCORERS)], id="scorer option"),
+    pytest.param(["data=demoo"], ["'demoo'", "'demo'"], id="data option"),
+    pytest.param(["engine=rayy"], ["'rayy'", "'ray'"], id="engine option"),
+    pytest.param(["task=rescor"], ["'rescor'", "'rescore'"], id="task option"),
+    pytest.param(["+experiment=demoo"], ["'demoo'", "'demo'"], id="experiment"),
+    pytest.param(["engine.thread=1"], ["'thread'", "'threads'"], id="engine key"),
+    pytest.param(["++engine.bugdet=5"], ["'bugdet'", "'budget'"], id="force-added engine key"),
+    pytest.param(["task=rescore", "task.tune_onn=dev"], ["'tune_onn'", "'tune_on'"], id="task key"),
+    pytest.param(["task=rescore", "+task.colums={ctc: {}}"], ["'colums'", "'columns'"], id="appended task key"),
+    pytest.param(["scorer=[student]", "scorer.student.apend_period=false"], ["'apend_period'", "'append_period'"],
+                 id="scorer key"),
+    pytest.param(["scorer=[student]", "+scorer.student.apend_period=false"], ["'apend_period'", "'append_period'"],
+                 id="appended scorer key"),
+    pytest.param(["+data.rot=x"], ["'rot'", "'root'"], id="appended data key"),
+    pytest.param(["+model.mine.path=x"], ["'mine'", "causal, masked, student"], id="appended model key"),
+    pytest.param(["scorer.ll.window=256"], ["scorer.ll.window", "+scorer.ll.window=256"], id="a key that needs +"),
+    pytest.param(["experiment=demo"], ["+experiment=demo"], id="a group that needs +"),
+    pytest.param(["--config-dir", str(ROOT / "recipes" / "moses_europarl" / "conf"), "data=convertd"],
+                 ["'convertd'", "'converted'"], id="option of a --config-dir group"),
+]
+
+
+def rescorer_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
+    return subprocess.run([sys.executable, "-m", "rescorer.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("overrides, expected", MISSPELT)
+def test_a_misspelt_group_option_or_key_is_one_line_with_the_closest_name(overrides, expected, tmp_path):
+    result = rescorer_cli(*overrides, f"out_dir={tmp_path}/out", cwd=tmp_path)  # task=evaluate by default
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("rescorer: error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert all(word in lines[0] for word in expected), lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_valid_overrides_still_run(tmp_path):
+    """Appended data sets and keys, a scorer list, a Hydra key, and a data option of the user's own --config-dir."""
+    own = tmp_path / "conf" / "data"
+    own.mkdir(parents=True)
+    (own / "mine.yaml").write_text((CONF / "data" / "demo.yaml").read_text().replace("name: demo", "name: mine"))
+    result = rescorer_cli("--config-dir", str(tmp_path / "conf"), "task=evaluate", "data=mine", "scorer=[student,ll]",
+                          "hydra.run.dir=.", "+data.sets.extra.nbest=${data.sets.test_clean.nbest}",
+                          "+data.sets.extra.refs=${data.sets.test_clean.refs}", "++data.sets.dev_other.every=3",
+                          "engine.threads=1", f"out_dir={tmp_path}/out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert set(report["sets"]) == {"dev_other", "test_clean", "extra"}
+    assert report["sets"]["dev_other"]["utterances"] == 100
