@@ -12,6 +12,7 @@ from ..normalise import Normaliser
 from .base import Scorer
 
 KINDS = ("pll", "ll", "student", "pcfg")
+PRETRAINED_KINDS = ("pll", "ll", "student")  # their model is a Hugging Face directory, file or hub name
 
 
 def load_scorer(kind: str, model: str | None, *, case: str = "keep", append_period: bool = False,
@@ -22,6 +23,10 @@ def load_scorer(kind: str, model: str | None, *, case: str = "keep", append_peri
     ``oov=``). Common options: ``case``, ``append_period``, ``device``, ``dtype``, ``revision``,
     ``trust_remote_code``, ``compile`` (torch.compile each layer), ``loaded`` (an in-memory (tokenizer, model))."""
     common = dict(normaliser=Normaliser(case, append_period), compile=compile)
+    if kind in PRETRAINED_KINDS and model is not None and "loaded" not in options:
+        from .loading import local_only
+
+        local_only(str(model), options.get("revision"), options.get("gguf_file"))  # fails before torch loads
     scorer = _build(kind, model, common, options)
     if "loaded" not in options and "grammar" not in options:  # how a worker rebuilds it (in-memory models stay here)
         scorer.spec = dict(kind=kind, model=model, case=case, append_period=append_period, compile=compile, **options)
