@@ -13,7 +13,8 @@ import importlib
 from .version import __version__
 
 _HOMES = {
-    "pipeline": None, "shipped": None, "load_scorer": "engine", "rescore": "pipeline.api", "Rescored": "pipeline.rescore",
+    "pipeline": None, "shipped": None, "load_scorer": "engine", "rescore": "pipeline.api",
+    "Rescored": "pipeline.rescore",
     "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
     **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),
     **dict.fromkeys(("FORMATS", "detect_format", "nbest_from_generate", "read_nbest", "write_nbest"), "io"),

@@ -41,4 +41,5 @@ class Normaliser:
             fields = dict(part.split(":", 1) for part in signature.split("|"))
             return cls(fields["case"], {"yes": True, "no": False}[fields["period"]])
         except (KeyError, ValueError):
-            raise ConfigError(f"not a normalisation signature: {signature!r} (expected 'case:…|period:yes|no')") from None
+            raise ConfigError(f"not a normalisation signature: {signature!r} (expected 'case:…|period:yes|no')"
+                              ) from None

@@ -57,7 +57,8 @@ def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(t
         100 * jiwer.wer(rescored.refs(), [u.hyps[0].text for u in rescored]), abs=1e-9)
     rescorer.write_nbest(rescored, "exp/rescored/test_clean")
     back = rescorer.read_nbest(tmp_path / "exp" / "rescored" / "test_clean")
-    assert [[(h.text, h.scores) for h in u.hyps] for u in back] == [[(h.text, h.scores) for h in u.hyps] for u in rescored]
+    hypotheses = lambda nbest: [[(h.text, h.scores) for h in u.hyps] for u in nbest]  # noqa: E731
+    assert hypotheses(back) == hypotheses(rescored)
     assert {p.name for p in (tmp_path / "exp").iterdir()} - {"store.sqlite-wal", "store.sqlite-shm"} == {
         "rescored", "store.sqlite"}  # rescore itself wrote nothing
 

@@ -413,7 +413,8 @@ def test_minimal_pairs_task_writes_tables_records_and_plot(tiny, tmp_path):
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 @pytest.mark.parametrize("asked", [[], ["task.score_eos=true"]], ids=["default", "eos_asked"])
-def test_minimal_pairs_lp_is_the_sentence_without_eos_unless_asked_and_counts_what_it_scored(tiny, tmp_path, arch, asked):
+def test_minimal_pairs_lp_is_the_sentence_without_eos_unless_asked_and_counts_what_it_scored(tiny, tmp_path, arch,
+                                                                                              asked):
     from rescorer.tasks import run_task
 
     eos = bool(asked)

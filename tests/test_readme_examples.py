@@ -32,7 +32,7 @@ def needs(code: str) -> set[str]:
 def missing(need: str) -> str | None:
     """Why ``need`` cannot be met here, or None when it can."""
     if need == "shared-data":
-        return None if SHARED.exists() else f"real data not available: {SHARED} (../shared/data beside the repository, or $RESCORER_DATA)"
+        return None if SHARED.exists() else f"real data not available: {SHARED} ($RESCORER_DATA, or ../shared/data)"
     if need == "gpu":
         import torch
 
@@ -66,7 +66,8 @@ def test_readme_python_block_runs_as_written(line, code, tmp_path):
     env = {"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": os.pathsep.join(path)}
     if "download" not in needs(code):
         env["HF_HUB_OFFLINE"] = "1"
-    result = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                            timeout=600)
     assert result.returncode == 0, f"README.md:{line}: the block failed:\n{result.stderr[-3000:]}"
 
 

@@ -192,7 +192,7 @@ def test_a_cached_hub_name_loads_from_the_cache_when_the_hub_is_out_of_reach(tin
     (repo / "refs" / "main").write_text(commit)
     env = {**{k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")},
            "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_ENDPOINT": "http://127.0.0.1:9", "OMP_NUM_THREADS": "1"}
-    code = "import rescorer; print(rescorer.load_scorer('ll', 'tiny-org/tiny-gpt2', progress=False).score(['A CAT'])[0])"
+    code = "import rescorer; print(rescorer.load_scorer('ll', 'tiny-org/tiny-gpt2').score(['A CAT'])[0])"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     local = load_scorer("ll", str(tiny_models["gpt2"]), progress=False).score(["A CAT"])[0]

@@ -3,7 +3,7 @@ and is correct on the pair when score(good) > score(bad).
 
 | method | the score of a sentence S |
 |---|---|
-| ``lp``, ``mean_lp``, ``pen_lp`` | LL(S) — PLL(S) for a masked LM —, LP/|S|, LP/((5+|S|)/6)^α; |S| the scored tokens |
+| ``lp``, ``mean_lp``, ``pen_lp`` | LL(S) (PLL(S) for a masked LM), LP/|S|, LP/((5+|S|)/6)^α; |S|: scored tokens |
 | ``template_lp``, ``template_mean_lp``, ``template_pen_lp`` | the same of the whole string S makes in a template |
 | ``template_compar_lp`` | LP of a comparative template with S first and the other sentence second |
 | ``yes_no`` | P(Yes) / (P(Yes) + P(No)) of the next token after a prompt asking whether S is acceptable |
