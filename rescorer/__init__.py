@@ -2,7 +2,8 @@
 
 The Python API (README "Python API"): read and write N-best lists (``read_nbest``, ``write_nbest``), score texts
 (``load_scorer``), judge them (``wer``, ``bleu``), and the whole job in one call (``rescore``: tune the weights on a
-dev list, apply them to the others, get the report and the re-ranked lists); its steps are in ``rescorer.pipeline``.
+dev list, apply them to the others, get the report and the re-ranked lists); its steps are in ``rescorer.pipeline``,
+the shipped models' directories in ``rescorer.shipped``.
 Names are imported on first use, so that ``import rescorer`` (and the command's start) stays instant.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib
 from .version import __version__
 
 _HOMES = {
-    "pipeline": None, "load_scorer": "engine", "rescore": "pipeline.api", "apply": "pipeline.api",
+    "pipeline": None, "shipped": None, "load_scorer": "engine", "rescore": "pipeline.api", "apply": "pipeline.api",
     "Rescored": "pipeline.rescore", "Tuned": "pipeline.tuned",
     "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
     **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),

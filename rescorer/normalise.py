@@ -33,3 +33,13 @@ class Normaliser:
     @property
     def signature(self) -> str:
         return f"case:{self.case}|period:{'yes' if self.append_period else 'no'}"
+
+    @classmethod
+    def from_signature(cls, signature: str) -> "Normaliser":
+        """The normaliser whose ``signature`` this is (as a trained model records it)."""
+        try:
+            fields = dict(part.split(":", 1) for part in signature.split("|"))
+            return cls(fields["case"], {"yes": True, "no": False}[fields["period"]])
+        except (KeyError, ValueError):
+            raise ConfigError(f"not a normalisation signature: {signature!r} (expected 'case:…|period:yes|no')"
+                              ) from None

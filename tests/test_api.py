@@ -1,12 +1,12 @@
-"""Issue 18 #2: the top-level Python API — names pinned, README "Python API" examples run as written, and
-``rescorer.rescore``: tune on a dev list, apply to the others, report and re-ranked lists, files only on request."""
+"""The top-level Python API — names pinned, and ``rescorer.rescore``: tune on a dev list, apply to the others, report
+and re-ranked lists, files only on request, the same as its steps (README's own examples: test_readme_examples.py)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import jiwer
+import numpy as np
 import pytest
 
 import rescorer
@@ -38,8 +38,8 @@ def read_demo(name: str) -> rescorer.NBest:
 
 def test_public_api_names():
     for name in ("read_nbest", "write_nbest", "wer", "bleu", "load_scorer", "rescore", "nbest_from_generate",
-                 "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "__version__", "apply",
-                 "Tuned"):
+                 "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "shipped", "__version__",
+                 "apply", "Tuned"):
         assert name in rescorer.__all__ and hasattr(rescorer, name), name
     for name in ("read_sets", "score_nbest", "prepare", "tune", "apply_weights", "apply_tuned", "rescore_lists",
                  "evaluate"):
@@ -47,40 +47,31 @@ def test_public_api_names():
     assert rescorer.io.nbest_from_generate is rescorer.nbest_from_generate
 
 
-def readme_blocks() -> list[str]:
-    """The Python blocks README marks as run by this file."""
-    text = (ROOT / "README.md").read_text()
-    return re.findall(r"<!-- tests/test_api\.py runs [^>]*-->\n```python\n(.*?)```", text, re.S)
-
-
-def test_readme_python_api_examples_run_as_written(tmp_path, tiny_causal, monkeypatch):
-    blocks = readme_blocks()
-    assert len(blocks) == 2
-    for name in ("dev_other", "test_clean"):  # the README's paths, made real: ESPnet2 decode dirs and Kaldi texts
-        nbest = read_demo(name)
-        rescorer.write_nbest(nbest, tmp_path / "exp" / "decode" / name, "espnet2")
-        (tmp_path / "data" / name).mkdir(parents=True)
-        (tmp_path / "data" / name / "text").write_text("".join(f"{u.id} {u.ref}\n" for u in nbest))
+def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(tmp_path, tiny_causal, monkeypatch):
+    """README "Python API": ``rescorer.rescore`` and the same job step by step (``rescorer.pipeline``)."""
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(blocks[0].replace("path/to/causal-lm", str(tiny_causal)), namespace)
-    result = namespace["result"]
+    dev, test = read_demo("dev_other"), read_demo("test_clean")
+    lm = rescorer.load_scorer("ll", str(tiny_causal), store="exp/store.sqlite", progress=False)
+    result = rescorer.rescore(dev=dev, sets={"test_clean": test}, scorers={"ll": lm})
     assert set(result.weights) == {"ll"} and set(result.report["sets"]) == {"dev", "test_clean"}
-    test = result.nbests["test_clean"]
+    rescored = result.nbests["test_clean"]
     assert result.report["sets"]["test_clean"]["rescored"]["wer"] == pytest.approx(
-        100 * jiwer.wer(test.refs(), [u.hyps[0].text for u in test]), abs=1e-9)
+        100 * jiwer.wer(rescored.refs(), [u.hyps[0].text for u in rescored]), abs=1e-9)
+    rescorer.write_nbest(rescored, "exp/rescored/test_clean")
     back = rescorer.read_nbest(tmp_path / "exp" / "rescored" / "test_clean")
-    assert [[(h.text, h.scores) for h in u.hyps] for u in back] == [[(h.text, h.scores) for h in u.hyps] for u in test]
-    assert (tmp_path / "exp" / "rescored" / "test_clean" / "text").is_file()
+    hypotheses = lambda nbest: [[(h.text, h.scores) for h in u.hyps] for u in nbest]  # noqa: E731
+    assert hypotheses(back) == hypotheses(rescored)
     assert {p.name for p in (tmp_path / "exp").iterdir()} - {"store.sqlite-wal", "store.sqlite-shm"} == {
-        "decode", "rescored", "store.sqlite"}  # nothing written but what the example writes
+        "rescored", "store.sqlite"}  # rescore itself wrote nothing
 
-    exec(blocks[1], namespace)
-    assert namespace["search"].weights == result.weights
-    entry, reported = namespace["entry"], result.report["sets"]["test_clean"]
+    metric, base, columns = make_metric("wer"), Column("score"), [Column("ll", range=(0, 1), step=0.05)]
+    search = pipeline.tune(pipeline.prepare(dev, {"ll": lm}, base, columns, metric), columns)
+    assert search.weights == result.weights
+    weights = np.array([search.weights[c.name] for c in columns])
+    reranked, entry = pipeline.apply(pipeline.prepare(test, {"ll": lm}, base, columns, metric), weights, metric)
     for key in ("baseline", "rescored", "oracle", "ci95", "changed_1best"):
-        assert entry[key] == reported[key], key
-    assert namespace["reranked"] == test
+        assert entry[key] == result.report["sets"]["test_clean"][key], key
+    assert reranked == rescored
 
 
 def test_rescore_tunes_input_columns_without_lms_and_writes_nothing(tmp_path, monkeypatch):

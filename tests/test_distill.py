@@ -3,6 +3,7 @@ student scorer's numbers equal a direct forward pass of the saved model."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -97,10 +98,18 @@ def test_a_staged_run_resumes_where_it_stopped(trained, tmp_path):
     assert one_go["curve"][-1]["dev_mse"] == pytest.approx(second["curve"][-1]["dev_mse"], rel=1e-4)
 
 
-def test_a_student_refuses_a_different_normalisation(trained):
+def test_a_student_normalises_as_it_was_trained_unless_told_otherwise_which_it_refuses(trained):
     _, _, runs = trained
-    with pytest.raises(ConfigError, match="normalised"):
-        load_scorer("student", runs["sentence"][1]["student"], case="keep", append_period=False)
+    path = runs["sentence"][1]["student"]
+    texts = ["THE CAT SAT", "a dog ran."]
+    own = load_scorer("student", path, device="cpu", progress=False)
+    assert own.normalise(texts) == ["The cat sat.", "A dog ran."]  # the teacher's case=sentence, append_period
+    told = load_scorer("student", path, case="sentence", append_period=True, device="cpu", progress=False)
+    assert own.signature == told.signature and own.score(texts) == told.score(texts)
+    assert load_scorer("student", path, case="sentence", device="cpu").signature == own.signature
+    for different in ({"case": "keep"}, {"append_period": False}, {"case": "keep", "append_period": False}):
+        with pytest.raises(ConfigError, match=re.escape("normalised as 'case:sentence|period:yes'")):
+            load_scorer("student", path, **different)
 
 
 def test_mwer_student_trains_on_nbest_word_errors_and_selects_by_held_out_wer(tiny_models, tmp_path):

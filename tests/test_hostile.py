@@ -145,6 +145,23 @@ def test_ctrl_c_is_not_swallowed_by_a_bare_except():
     assert proc.returncode == 130 and stderr.strip().startswith("rescorer: interrupted"), stderr
 
 
+OUT_OF_REACH = {"HF_ENDPOINT": "http://127.0.0.1:9"}  # a closed local port: the hub refuses at once
+
+
+@pytest.mark.parametrize("hub", [{"HF_HUB_OFFLINE": "1"}, OUT_OF_REACH], ids=["offline", "out_of_reach"])
+def test_a_model_name_neither_local_nor_cached_fails_in_one_line_within_5_s(tmp_path, hub):
+    env = {**{k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")},
+           "HF_HUB_CACHE": str(tmp_path / "hub-cache"), **hub}
+    start = time.perf_counter()
+    result = subprocess.run([*RESCORER, "task=score", "data=demo", "scorer=[ll]",
+                             "model.causal.path=surely-not-a-model-xyz", f"out_dir={tmp_path}/out"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert time.perf_counter() - start < 5
+    assert_one_line_exit_2(result, "'surely-not-a-model-xyz'", "neither a local directory nor in the local "
+                           "Hugging Face cache", "--local-dir")
+    assert not (tmp_path / "out").exists()
+
+
 def test_issue16_13_the_readmes_own_data_command_works_as_written(tmp_path):
     """README: `rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=DEV_REFS
     data.sets.test.nbest=TEST data.sets.test.refs=TEST_REFS`."""

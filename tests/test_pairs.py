@@ -76,7 +76,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> dict[str, Path]:
-    """A tiny random GPT-2 (with a ChatML chat template) and BERT, tokenizers trained on ``training_texts``."""
+    """A tiny random GPT-2 (with a ChatML chat template), Llama and BERT, tokenizers trained on ``training_texts``."""
     from rescorer.devtools import build_model
 
     root = tmp_path_factory.mktemp("pair-models")
@@ -87,7 +87,8 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
     tok.save_pretrained(gpt2)
     for word in ("Yes", " Yes", "No", " No", "A", " A", "B", " B"):
         assert len(tok(word, add_special_tokens=False)["input_ids"]) == 1, word
-    return {"gpt2": gpt2, "bert": build_model("bert", "tiny", texts, root / "bert", vocab_size=1000)}
+    return {"gpt2": gpt2, "llama": build_model("llama", "tiny", texts, root / "llama", vocab_size=1000),
+            "bert": build_model("bert", "tiny", texts, root / "bert", vocab_size=1000)}
 
 
 # ---- readers
@@ -202,9 +203,10 @@ def test_chat_prompt_is_the_tokenizers_chat_template(tiny):
 
 
 # ---- every method against a naive loop over the pairs
-def naive_ll(model, tok, text: str) -> tuple[float, int]:
-    """LL of ``text`` after BOS, one unbatched forward, and its token count."""
-    ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"]]
+def naive_ll(model, tok, text: str, eos: bool = False) -> tuple[float, int]:
+    """LL of ``text`` after BOS (log P(EOS | text) added with ``eos``), one unbatched forward, and how many tokens
+    that sum has: the tokenizer's count of ``text`` (+ 1 for the EOS)."""
+    ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"], *([tok.eos_token_id] if eos else [])]
     with torch.no_grad():
         logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), -1)
     return sum(logp[i, ids[i + 1]].item() for i in range(len(ids) - 1)), len(ids) - 1
@@ -407,6 +409,34 @@ def test_minimal_pairs_task_writes_tables_records_and_plot(tiny, tmp_path):
     with pytest.raises(ConfigError, match="select a causal LM"):
         run_task(compose("task=minimal_pairs", "scorer=[pll]", f"model.masked.path={tiny['bert']}", *common,
                          "task.methods=[yes_no]", f"out_dir={tmp_path}/bad"))
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("asked", [[], ["task.score_eos=true"]], ids=["default", "eos_asked"])
+def test_minimal_pairs_lp_is_the_sentence_without_eos_unless_asked_and_counts_what_it_scored(tiny, tmp_path, arch,
+                                                                                              asked):
+    from rescorer.tasks import run_task
+
+    eos = bool(asked)
+    cfg = compose("task=minimal_pairs", "scorer=[ll]", f"model.causal.path={tiny[arch]}", f"pairs.path={BLIMP}",
+                  "pairs.limit=1", "task.methods=[lp,mean_lp,pen_lp]", f"engine.store={tmp_path}/s.sqlite",
+                  "engine.progress=false", "engine.threads=1", f"out_dir={tmp_path}/out", *asked)
+    report = run_task(cfg)
+    assert report["eos_scored"] == {"ll": eos}
+    assert ("LP with log P(EOS)" if eos else "LP without EOS") in (tmp_path / "out" / "report.md").read_text()
+    tok = AutoTokenizer.from_pretrained(tiny[arch])
+    model = AutoModelForCausalLM.from_pretrained(tiny[arch]).eval()
+    records = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    for record in records:
+        for index, side in enumerate(("good", "bad")):
+            lp, count = naive_ll(model, tok, record[side], eos)
+            assert count == len(tok(record[side], add_special_tokens=False)["input_ids"]) + eos
+            assert record["tokens"]["ll"][index] == count
+            scores = {method: record["methods"][f"ll.{method}"][side][0] for method in ("lp", "mean_lp", "pen_lp")}
+            assert scores["lp"] == pytest.approx(lp, abs=1e-4)
+            assert scores["mean_lp"] == pytest.approx(lp / count, abs=1e-5)
+            assert scores["pen_lp"] == pytest.approx(lp / ((5 + count) / 6) ** 0.8, abs=1e-4)
 
 
 def test_desiderata_task_reports_each_variant(tiny, tmp_path):

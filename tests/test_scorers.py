@@ -158,8 +158,46 @@ def test_bad_options_are_clear_errors(tiny_models, tmp_path):
 
 def test_offline_hub_name_says_how_to_use_a_local_copy(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ScorerError, match="--local-dir"):
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="'no-such-org/no-such-bert' is neither a local directory nor in the "
+                                          "local Hugging Face cache.*set offline.*--local-dir"):
         load_scorer("pll", "no-such-org/no-such-bert")
+    assert time.perf_counter() - start < 5
+
+
+def test_a_hub_name_out_of_reach_and_not_cached_is_a_config_error_at_once(monkeypatch):
+    from rescorer.scorers import loading
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: False)
+    start = time.perf_counter()
+    for kind in ("ll", "pll", "student"):
+        with pytest.raises(ConfigError, match="'surely-not-a-model-xyz' .*the Hugging Face hub cannot be reached"):
+            load_scorer(kind, "surely-not-a-model-xyz")
+    assert time.perf_counter() - start < 5
+
+
+def test_a_cached_hub_name_loads_from_the_cache_when_the_hub_is_out_of_reach(tiny_models, tmp_path):
+    """A Hugging Face cache laid out by hand (refs/main → snapshots/<commit>/files) holding the tiny GPT-2."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-gpt2"
+    shutil.copytree(tiny_models["gpt2"], repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    env = {**{k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")},
+           "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_ENDPOINT": "http://127.0.0.1:9", "OMP_NUM_THREADS": "1"}
+    code = "import rescorer; print(rescorer.load_scorer('ll', 'tiny-org/tiny-gpt2').score(['A CAT'])[0])"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    local = load_scorer("ll", str(tiny_models["gpt2"]), progress=False).score(["A CAT"])[0]
+    assert float(result.stdout.split()[-1]) == pytest.approx(local, abs=1e-5)
+    assert "Retrying" not in result.stderr
 
 
 def test_scoring_an_in_memory_model_leaves_its_layers_alone(tiny_models):

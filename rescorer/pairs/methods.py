@@ -3,7 +3,7 @@ and is correct on the pair when score(good) > score(bad).
 
 | method | the score of a sentence S |
 |---|---|
-| ``lp``, ``mean_lp``, ``pen_lp`` | LL(S) — PLL(S) for a masked LM —, LP/|S|, LP/((5+|S|)/6)^α; |S| in tokens |
+| ``lp``, ``mean_lp``, ``pen_lp`` | LL(S) (PLL(S) for a masked LM), LP/|S|, LP/((5+|S|)/6)^α; |S|: scored tokens |
 | ``template_lp``, ``template_mean_lp``, ``template_pen_lp`` | the same of the whole string S makes in a template |
 | ``template_compar_lp`` | LP of a comparative template with S first and the other sentence second |
 | ``yes_no`` | P(Yes) / (P(Yes) + P(No)) of the next token after a prompt asking whether S is acceptable |
@@ -227,10 +227,9 @@ class Judge:
         return ensemble(spec, {m: self(m) for m in parse_ensemble(spec)}, trials, self.seed)
 
     def token_lengths(self) -> np.ndarray:
-        """[2, N] tokens of the good and the bad sentence under this scorer's tokenizer."""
-        tokenizer = self.scorer.adapter.tokenizer
-        return np.array([[len(ids) for ids in tokenizer(list(side), add_special_tokens=False)["input_ids"]]
-                         for side in (self.good, self.bad)])
+        """[2, N] scored tokens of the good and the bad sentence: |S| of MeanLP and PenLP (with EOS when the
+        scorer scores it)."""
+        return np.array([self.scorer.adapter.scored_tokens(side) for side in (self.good, self.bad)])
 
     def measure(self, readout: Readout, measure: str) -> np.ndarray:
         if measure == "mean":

@@ -13,16 +13,25 @@ from ..normalise import Normaliser
 from .base import Scorer
 
 KINDS = ("pll", "ll", "student", "pcfg")
+PRETRAINED_KINDS = ("pll", "ll", "student")  # their model is a Hugging Face directory, file or hub name
 
 
-def load_scorer(kind: str, model: str | None, *, case: str = "keep", append_period: bool = False,
+def load_scorer(kind: str, model: str | None, *, case: str | None = None, append_period: bool | None = None,
                 compile: bool = False, **options: Any) -> Scorer:
     """The model adapter of ``kind``: ``pll`` (masked LM; ``variant=``, ``words=``), ``ll`` (causal LM;
     ``bos=``, ``score_eos=``, ``gguf_file=``), ``student`` (a distilled one-pass PLL student, ``task=distill``)
     or ``pcfg`` (a grammar's exact conditionals: ``model`` is a rule file or a treebank, ``variant=masked|causal``,
-    ``oov=``). Common options: ``case``, ``append_period``, ``device``, ``dtype``, ``revision``,
-    ``trust_remote_code``, ``compile`` (torch.compile each layer), ``loaded`` (an in-memory (tokenizer, model))."""
-    common = dict(normaliser=Normaliser(case, append_period), compile=compile)
+    ``oov=``). Common options: ``case``, ``append_period`` (unset: keep, no period; a student: the normalisation
+    it was trained with), ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``compile`` (torch.compile
+    each layer), ``loaded`` (an in-memory (tokenizer, model))."""
+    if kind == "student":  # it knows its normalisation
+        common: dict[str, Any] = dict(case=case, append_period=append_period, compile=compile)
+    else:
+        common = dict(normaliser=Normaliser("keep" if case is None else case, bool(append_period)), compile=compile)
+    if kind in PRETRAINED_KINDS and model is not None and "loaded" not in options:
+        from .loading import local_only
+
+        local_only(str(model), options.get("revision"), options.get("gguf_file"))  # fails before torch loads
     scorer = adapter_class(kind)(model, **options, **common)
     if "loaded" not in options and "grammar" not in options:  # how a worker rebuilds it (in-memory models stay here)
         scorer.spec = dict(kind=kind, model=model, case=case, append_period=append_period, compile=compile, **options)

@@ -60,6 +60,11 @@ class Scorer(ABC):
         ``pool.count[picked[b]]`` targets left-aligned; or a function returning them once the device has them
         (``to_host``): the engine launches the next batch before it asks."""
 
+    def scored_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """How many per-token scores each text gets: the tokens this scorer scores (a causal LM's EOS too, when it
+        scores it), without running the model."""
+        return self.pool(self.prepare_all(texts)).targets
+
     # ---- device helpers shared by the model adapters
     def preferred_budget(self) -> int:
         """Tokens per batch when none is configured: on a GPU what half its free memory holds (at most

@@ -1,15 +1,17 @@
 """Load Hugging Face models and tokenizers safely (no remote code unless asked), and fingerprint them."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ScorerError
+from ..errors import ConfigError, ScorerError
 
 _FINGERPRINTED = ("*.safetensors", "*.bin", "*.gguf", "*.pt", "*.json", "*.model", "*.txt")
+HUB_PROBE_SECONDS = 2.0  # how long to wait for the hub before calling it out of reach
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -54,9 +56,47 @@ def looks_like_hub_name(name: str) -> bool:
     return "/" not in name or not Path(name.split("/")[0]).exists()
 
 
+@functools.lru_cache(maxsize=1)
+def hub_reachable() -> bool:
+    """Whether the Hugging Face hub answers within ``HUB_PROBE_SECONDS`` (asked once per process, through the hub
+    client's own session and proxies)."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(constants.ENDPOINT, timeout=HUB_PROBE_SECONDS)
+    except Exception:  # noqa: BLE001 - DNS, connection, TLS or proxy failure: all mean out of reach
+        return False
+    return True
+
+
+def in_hub_cache(name: str, filename: str, revision: str | None = None) -> bool:
+    """Whether ``filename`` of the hub model ``name`` is in the local Hugging Face cache."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(name, filename, revision=revision), str)
+
+
+def local_only(name: str, revision: str | None = None, gguf_file: str | None = None) -> bool:
+    """Whether ``name`` (a path, or a hub name) loads from local files only: a path, or a hub name while the hub is
+    off (``HF_HUB_OFFLINE``) or out of reach. A name that is neither a path nor cached then fails at once."""
+    if Path(name).expanduser().exists():
+        return True
+    if not looks_like_hub_name(name):
+        raise ScorerError(f"model {name!r}: no such file or directory (and not a hub name)")
+    if not offline() and hub_reachable():
+        return False
+    if in_hub_cache(name, gguf_file or "config.json", revision):
+        return True
+    why = "Hugging Face is set offline (HF_HUB_OFFLINE)" if offline() else "the Hugging Face hub cannot be reached"
+    raise ConfigError(f"model {name!r} is neither a local directory nor in the local Hugging Face cache, and {why}: "
+                      f"pass a local directory, or download it first where there is network "
+                      f"(`hf download {name} --local-dir DIR`)")
+
+
 def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
                     trust_remote_code: bool = False) -> tuple[Any, Any]:
-    """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name."""
+    """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name (``local_only``)."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -69,10 +109,8 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
         kwargs["revision"] = revision
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    if not path.exists() and not looks_like_hub_name(name):
-        raise ScorerError(f"model {name!r}: no such file or directory (and not a hub name)")
     source = str(path) if path.exists() else name
-    if path.exists() or offline():
+    if local_only(name, revision, gguf_file):
         kwargs["local_files_only"] = True
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from ..normalise import Normaliser
 from .base import Scorer, no_grad_context
 from .rows import RowPool, concat, padded
 
@@ -29,6 +30,19 @@ def student_info(config: Any, path: str) -> dict[str, Any]:
     return info
 
 
+def student_normaliser(info: dict[str, Any], case: str | None, append_period: bool | None, path: str) -> Normaliser:
+    """The normalisation the student was trained with (``info["normaliser"]``): ``case``/``append_period`` left
+    unset take it, set to something else are refused (the student never saw such texts)."""
+    recorded = info.get("normaliser")
+    trained = Normaliser.from_signature(recorded) if recorded else Normaliser()
+    asked = Normaliser(trained.case if case is None else case,
+                       trained.append_period if append_period is None else append_period)
+    if recorded and asked != trained:
+        raise ConfigError(f"{path}: the student learnt from texts normalised as {trained.signature!r}, not "
+                          f"{asked.signature!r}: leave case/append_period unset (its own) or set them to match")
+    return asked
+
+
 class StudentScorer(Scorer):
     """PLL predicted by a distilled student; per-token scores are the predicted token log-probs (``token``)
     or the sentence's predicted mean per token (``sentence``), so sums and token counts match the teacher's."""
@@ -38,19 +52,16 @@ class StudentScorer(Scorer):
     gpu_budget = 131072
     empty_score = float("-inf")  # as its PLL teacher
 
-    def __init__(self, model: str, device: str = "auto", dtype: str = "auto", revision: str | None = None,
-                 loaded: tuple[Any, Any] | None = None, **common: Any):
-        super().__init__(**common)
+    def __init__(self, model: str, case: str | None = None, append_period: bool | None = None, device: str = "auto",
+                 dtype: str = "auto", revision: str | None = None, loaded: tuple[Any, Any] | None = None,
+                 **common: Any):
+        """``case``/``append_period``: unset, the normalisation the student was trained with; another is refused."""
         import transformers
         from transformers import AutoConfig
 
-        if loaded is None:
-            self.info = student_info(AutoConfig.from_pretrained(model, revision=revision), model)
-            if self.info.get("normaliser", self.normaliser.signature) != self.normaliser.signature:
-                raise ConfigError(f"{model}: the student learnt from texts normalised as {self.info['normaliser']!r}, "
-                                  f"not {self.normaliser.signature!r}: set case/append_period to match")
-        else:
-            self.info = student_info(loaded[1].config, model)
+        config = AutoConfig.from_pretrained(model, revision=revision) if loaded is None else loaded[1].config
+        self.info = student_info(config, model)
+        super().__init__(normaliser=student_normaliser(self.info, case, append_period, model), **common)
         self.load_model(getattr(transformers, LEVELS[self.info["level"]]), model, device, dtype, loaded,
                         revision=revision)
         self.model.eval()

@@ -1,7 +1,8 @@
 """``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set (spec §1.4, §4).
 
 Every method of ``task.methods`` runs with every selected scorer (``scorer=[ll]``; a masked LM once per PLL
-variant of ``task.variants``; Yes/No and A/B with causal LMs only), then the ``task.ensembles``. Writes under
+variant of ``task.variants``; Yes/No and A/B with causal LMs only), then the ``task.ensembles``. A causal LM's
+LP leaves the end of the sentence out unless ``task.score_eos`` (report ``eos_scored``). Writes under
 out_dir: report.{json,md} (accuracy overall and per phenomenon, the spread over templates, the correlation of
 correctness with the token-length difference, seconds), pairs.jsonl (every pair's scores) and accuracy.png.
 """
@@ -52,26 +53,46 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], me
     records = write_pair_records(out / "pairs.jsonl", pair_records(pairs, results, lengths))
     plot = phenomenon_bars(summaries, out / "accuracy.png", f"{name}: accuracy per phenomenon")
     options = "|".join(f"{k}:{v}" for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple)))
+    eos = {label: bool(s.adapter.score_eos) for label, s in scorers.items() if hasattr(s.adapter, "score_eos")}
     report = {
         "task": "minimal_pairs", "pairs": name, "n_pairs": len(pairs),
         "paradigms": dict(Counter(p.paradigm for p in pairs)),
         "signature": f"rescorer:{__version__}|pairs:{name}|n:{len(pairs)}|{options}|trials:{trials}",
         "scorers": {label: s.signature for label, s in scorers.items()},
+        "eos_scored": eos,
         "methods": summaries, "seconds": time.perf_counter() - start,
         "outputs": {"pairs": str(records), "plot": str(plot)},
     }
     columns = ["accuracy", "spread", "length_corr", "seconds", *(f"phenomena.{p}" for p in sorted(set(phenomena)))]
-    write_report(out, report, columns, f"{name}: minimal-pair accuracy (%), {len(pairs)} pairs", key="methods")
+    title = f"{name}: minimal-pair accuracy (%), {len(pairs)} pairs{eos_note(eos)}"
+    write_report(out, report, columns, title, key="methods")
     return report
 
 
+def eos_note(eos: Mapping[str, bool]) -> str:
+    """What the report's title says about the end of the sentence, for the causal scorers in ``eos``."""
+    if not eos:
+        return ""
+    if len(set(eos.values())) == 1:
+        return ", LP with log P(EOS)" if any(eos.values()) else ", LP without EOS"
+    return f", log P(EOS) in LP of {', '.join(label for label, scored in eos.items() if scored)} only"
+
+
+def is_causal(spec: Mapping[str, Any]) -> bool:
+    """Whether a scorer spec reads left to right (it may score the end of the sentence)."""
+    return spec.get("kind") == "ll" or (spec.get("kind") == "pcfg" and spec.get("variant") == "causal")
+
+
 def pair_scorers(cfg: Any) -> dict[str, BoundScorer]:
-    """The selected scorers with the task's normalisation; a masked LM once per PLL variant in ``task.variants``."""
+    """The selected scorers with the task's normalisation and, for causal ones, its ``score_eos``; a masked LM once
+    per PLL variant in ``task.variants``."""
     task = plain(cfg.task)
     specs = {}
     for name, spec in (plain(cfg.get("scorer")) or {}).items():
         spec = {k: v for k, v in spec.items() if k != "_target_"}
         spec.update(case=task["case"], append_period=task["append_period"])
+        if is_causal(spec):
+            spec["score_eos"] = task["score_eos"]
         variants = list(task["variants"]) if spec.get("kind") == "pll" and task["variants"] else [None]
         for variant in variants:
             specs[name if variant is None else f"{name}.{variant}"] = spec if variant is None else {**spec, "variant": variant}
