@@ -75,7 +75,10 @@ def usage() -> str:
     return "\n".join([f"rescorer {__version__}: rescore ASR/MT N-best lists with language models",
                       "usage: rescorer [task=TASK] [data=DATA] [scorer=[pll,ll]] [GROUP=OPTION] [key=value ...]",
                       *(f"  {label:<{width}} {' '.join(names)}" for label, names in rows.items()),
-                      "e.g.   rescorer task=rescore data=demo scorer=[ll]    rescorer +experiment=demo",
+                      "e.g.   rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=REFS "
+                      "out_dir=exp/tuned      (writes exp/tuned/tuned.yaml)",
+                      "       rescorer task=apply task.tuned=exp/tuned/tuned.yaml data=own data.sets.test.nbest=NEW",
+                      "       rescorer +experiment=demo",
                       f"more:  rescorer ... --cfg job (the composed config), --hydra-help; configs: {CONF}"])
 
 

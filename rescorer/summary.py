@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 from .changes import Change, examples, word_ops
 
 EXAMPLES = 3
+SHORT = 25   # words: examples are taken from the changed utterances this short, where there are some
 CONTEXT = 3  # unchanged words kept on each side of a difference in an example
 
 
@@ -15,6 +16,8 @@ def compact(ref: str, hyp: str, context: int = CONTEXT) -> str:
     """``hyp`` against ``ref`` with each difference marked (``[a→b]`` substituted, ``[-a]`` left out, ``[+b]``
     inserted) and long unchanged stretches cut to ``context`` words either side (``…``)."""
     ops = word_ops(ref, hyp)
+    if all(op == "equal" for op, _, _ in ops):
+        return "= reference" if ops else ""
     out: list[str] = []
     for k, (op, old, new) in enumerate(ops):
         if op == "equal":
@@ -39,16 +42,17 @@ def headline(name: str, entry: Mapping[str, Any], metric: str, units: str) -> st
     shown = "%" if units == "percent" else ""
     counts = ", ".join(f"{entry.get(k, 0)} {k}" for k in ("better", "worse", "same"))
     ci = entry.get("ci95", {})
-    interval = f" (95% CI of the change {ci['low']:+.2f} to {ci['high']:+.2f})" if "low" in ci else ""
-    return (f"{name}: {metric.upper()} {before:.2f}{shown} → {after:.2f}{shown}{relative}: {entry['change']}"
-            f"{interval}; {changed}: {counts}")
+    interval = f", 95% CI of the change {ci['low']:+.2f} to {ci['high']:+.2f}" if "low" in ci else ""
+    return (f"{name}: {metric.upper()} {before:.2f}{shown} → {after:.2f}{shown}{relative}{interval}: "
+            f"{entry['change']}; {changed}: {counts}")
 
 
 def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
     """A few changed utterances, each word difference marked ``[reference→hypothesis]`` (``[-w]`` left out,
     ``[+w]`` inserted); without references, the change itself ``[before→after]``."""
     lines = []
-    for change in examples(changes, k):
+    short = [c for c in changes if len(c.after.split()) <= SHORT] or list(changes)
+    for change in examples(short, k):
         if change.ref is None:
             lines.append(f"  {change.id}: {compact(change.before, change.after)}")
             continue

@@ -68,7 +68,7 @@ def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(t
     search = pipeline.tune(pipeline.prepare(dev, {"ll": lm}, base, columns, metric), columns)
     assert search.weights == result.weights
     weights = np.array([search.weights[c.name] for c in columns])
-    reranked, entry = pipeline.apply(pipeline.prepare(test, {"ll": lm}, base, columns, metric), weights, metric)
+    reranked, entry = pipeline.apply_weights(pipeline.prepare(test, {"ll": lm}, base, columns, metric), weights, metric)
     for key in ("baseline", "rescored", "oracle", "ci95", "changed_1best"):
         assert entry[key] == result.report["sets"]["test_clean"][key], key
     assert reranked == rescored

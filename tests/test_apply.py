@@ -148,3 +148,31 @@ def test_tune_then_apply_in_other_formats(fixture, unlabel, base, best, tiny_mod
         assert lines[0] == [line for line in lines[1] if not line.startswith("T-")], name
     assert [u.hyps[0].text for u in applied.nbests["dev"]] == [u.hyps[0].text for u in tuned.nbests["dev"]]
     assert applied.weights == tuned.weights
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "no such file"),
+    ("base: [unclosed", "not a readable tuned.yaml"),
+    ("just text\n", "not a tuned.yaml"),
+    ("base: {name: score}\ncolumns: {ctc: {weight: high}}\nmetric: {name: wer}\nscorers: {}\n",
+     "columns.ctc.weight must be a number"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wre}\nscorers: {}\n", "unknown metric 'wre'"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\nweigths: {}\n", "unknown key"),
+], ids=["missing", "bad-yaml", "not-a-mapping", "weight-not-a-number", "misspelt-metric", "misspelt-key"])
+def test_a_bad_tuned_file_is_one_line_naming_it(content, says, tmp_path):
+    tuned = tmp_path / "tuned.yaml"
+    if content is not None:
+        tuned.write_text(content)
+    result = run_cli("task=apply", f"task.tuned={tuned}", "data=own", f"data.sets.test.nbest={DEMO / 'test_clean'}",
+                     f"out_dir={tmp_path}/out", cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith(f"rescorer: error: ") and str(tuned) in lines[0] and says in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tuned_file_without_the_base_column_in_the_new_list_is_refused(tmp_path):
+    tuned = tmp_path / "tuned.yaml"
+    tuned.write_text("base: {name: am_score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\n")
+    with pytest.raises(ConfigError, match="has no score column 'am_score'"):
+        rescorer.apply(DEMO / "test_clean", tuned)

@@ -180,4 +180,4 @@ def test_the_demo_job_runs_offline_with_the_shipped_models(tmp_path, private_cac
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert set(report["weights"]) == {"student"} and report["search"]["method"] == "fast"
     assert report["sets"]["test_clean"]["utterances"] == 12 and report["sets"]["test_clean"]["hypotheses"] == 48
-    assert "rescored.wer" in result.stdout
+    assert "WER after" in result.stdout and "test_clean: WER " in result.stdout and "task=apply" in result.stdout

@@ -14,6 +14,7 @@ from rescorer.summary import compact, example_lines, headline, summary
     ("a b", "a b c", "a b [+c]"),
     ("a b c", "b c", "[-a] b c"),
     ("one", "", "[-one]"),
+    ("a b c", "a b c", "= reference"),
 ])
 def test_compact_marks_each_difference_and_cuts_long_unchanged_stretches(ref, hyp, shown):
     assert compact(ref, hyp) == shown
@@ -24,7 +25,7 @@ def test_headline_states_before_after_relative_change_and_counts():
              "rescored": {"wer": 1.31}, "change": "no significant change", "ci95": {"low": -0.21, "high": 0.1},
              "better": 12, "worse": 10, "same": 3}
     assert headline("test", entry, "wer", "percent") == (
-        "test: WER 1.37% → 1.31% (-4.4% relative): no significant change (95% CI of the change -0.21 to +0.10); "
+        "test: WER 1.37% → 1.31% (-4.4% relative), 95% CI of the change -0.21 to +0.10: no significant change; "
         "25 of 300 1-bests changed: 12 better, 10 worse, 3 same")
 
 

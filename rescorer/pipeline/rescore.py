@@ -89,7 +89,8 @@ def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootst
     ranks = best_ranks(scored.features, weights)
     entry: dict[str, Any] = {"format": scored.nbest.fmt, "utterances": len(scored.nbest),
                              "hypotheses": scored.nbest.num_hypotheses, "references": scored.stats is not None,
-                             "changed_1best": int((ranks != 0).sum())}
+                             "changed_1best": sum(a != b for a, b in zip(scored.nbest.select(np.zeros_like(ranks)),
+                                                                          scored.nbest.select(ranks)))}
     stats, scale = scored.stats, metric.scale
     if stats is not None:
         base_ranks = stats.baseline_ranks()
@@ -214,7 +215,6 @@ def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Me
         old = scored.nbest
         changes = changed([u.id for u in old], old.select([0] * len(old)), new.select([0] * len(new)),
                           [u.ref for u in old], metric)
-        entry["changed_1best"] = len(changes)
         if scored.stats is not None:
             entry.update({verdict: sum(c.verdict == verdict for c in changes) for verdict in ("better", "worse", "same")})
         entry["tuned_on_this_set"] = name == dev

@@ -10,7 +10,7 @@ import yaml
 
 from ..combine import Column
 from ..engine import BoundScorer
-from ..errors import ConfigError
+from ..errors import ConfigError, check_known
 from ..metrics import Metric, make_metric
 from ..version import __version__
 
@@ -66,9 +66,10 @@ class Tuned:
         known = {"rescorer", "data", "tuned_on", "search", "metric", "dev", "base", "columns", "scorers"}
         if not isinstance(doc, dict) or not {"base", "columns", "metric", "scorers"} <= set(doc):
             raise ConfigError(f"{path}: not a tuned.yaml (it needs base, columns, metric and scorers)")
-        unknown = sorted(set(doc) - known)
-        if unknown:
-            raise ConfigError(f"{path}: unknown key(s) {unknown} (known: {', '.join(sorted(known))})")
+        try:
+            check_known("key", doc, known)
+        except ConfigError as err:
+            raise ConfigError(f"{path}: {err}") from None
         columns, weights = [], {}
         for name, spec in _mapping(doc["columns"], path, "columns").items():
             spec = dict(_mapping(spec, path, f"columns.{name}"))
@@ -77,7 +78,10 @@ class Tuned:
         base = dict(_mapping(doc["base"], path, "base"))
         scorers = {str(name): _scorer(entry, path, name) for name, entry in _mapping(doc["scorers"], path, "scorers").items()}
         metric = dict(_mapping(doc["metric"], path, "metric"))
-        make_metric(**metric)  # refuse an unknown metric or option now
+        try:
+            make_metric(**metric)  # refuse an unknown metric or option now
+        except (ConfigError, TypeError) as err:
+            raise ConfigError(f"{path}: metric: {err}") from None
         return cls(_column(str(base.pop("name", "score")), base, path), tuple(columns), weights, metric, scorers,
                    str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
                    str(doc.get("rescorer", "")), dict(doc.get("dev") or {}))
