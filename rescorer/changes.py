@@ -61,19 +61,36 @@ def word_errors(ref: str, hyp: str, transform: str = "default") -> int:
     return sum(max(len(r), len(h)) for op, r, h in word_ops(ref, hyp, transform) if op != "equal")
 
 
-def marked(ref: str, hyp: str) -> str:
-    """``hyp`` on one line with its differences from ``ref`` marked: ``[a→b]`` reference word a written as b,
-    ``[-a]`` a left out, ``[+b]`` b added; matching words as they are."""
-    parts: list[str] = []
+def word_marks(ref: str, hyp: str) -> list[tuple[str, str | None, str | None]]:
+    """The alignment word by word: ``(op, reference word, hypothesis word)``, None where one side has none."""
+    out: list[tuple[str, str | None, str | None]] = []
     for op, r, h in word_ops(ref, hyp):
-        if op == "equal":
-            parts += h
-        elif op == "substitute":
-            parts += [f"[{a}→{b}]" for a, b in zip(r, h)]
-        elif op == "delete":
-            parts += [f"[-{a}]" for a in r]
+        if op in ("equal", "substitute"):
+            out += [(op, a, b) for a, b in zip(r, h)]
         else:
-            parts += [f"[+{b}]" for b in h]
+            out += [(op, a, None) for a in r] if op == "delete" else [(op, None, b) for b in h]
+    return out
+
+
+MARKS = {"equal": "{b}", "substitute": "[{a}→{b}]", "delete": "[-{a}]", "insert": "[+{b}]"}
+
+
+def marked(ref: str, hyp: str, context: int | None = None) -> str:
+    """``hyp`` on one line with its differences from ``ref`` marked: ``[a→b]`` reference word a written as b,
+    ``[-a]`` a left out, ``[+b]`` b added; matching words as they are. With ``context``, only that many matching
+    words are kept either side of a difference (``…`` for the rest, ``= reference`` when nothing differs)."""
+    marks = word_marks(ref, hyp)
+    differ = [i for i, (op, _, _) in enumerate(marks) if op != "equal"]
+    if context is None or not marks:
+        return " ".join(MARKS[op].format(a=a, b=b) for op, a, b in marks)
+    if not differ:
+        return "= reference"
+    parts: list[str] = []
+    for i, (op, a, b) in enumerate(marks):
+        if min(abs(i - d) for d in differ) <= context:
+            parts.append(MARKS[op].format(a=a, b=b))
+        elif not parts or parts[-1] != "…":
+            parts.append("…")
     return " ".join(parts)
 
 

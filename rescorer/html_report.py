@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .changes import VERDICTS, Change, word_ops
+from .changes import VERDICTS, Change, word_marks
 from .io.common import write_text
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
@@ -91,16 +91,10 @@ JS_BODY = """(function () {
 def words(ref: str, hyp: str, against: str = "reference") -> str:
     """``hyp`` as HTML, its words marked against ``ref`` (named ``against`` in tooltips): substituted, inserted,
     and ``ref`` words left out."""
-    out, where = [], escape(against)
-    for op, r, h in word_ops(ref, hyp):
-        if op == "equal":
-            out += [escape(w) for w in h]
-        elif op == "substitute":
-            out += [f'<span class="sub" title="{where}: {escape(a)}">{escape(b)}</span>' for a, b in zip(r, h)]
-        elif op == "insert":
-            out += [f'<ins class="ins" title="added">{escape(b)}</ins>' for b in h]
-        else:
-            out += [f'<del class="del" title="left out">{escape(a)}</del>' for a in r]
+    where = escape(against)
+    html = {"equal": "{b}", "substitute": f'<span class="sub" title="{where}: {{a}}">{{b}}</span>',
+            "insert": '<ins class="ins" title="added">{b}</ins>', "delete": '<del class="del" title="left out">{a}</del>'}
+    out = [html[op].format(a=escape(a or ""), b=escape(b or "")) for op, a, b in word_marks(ref, hyp)]
     return " ".join(out) or '<span class="note">(empty)</span>'
 
 

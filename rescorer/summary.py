@@ -5,31 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .changes import Change, examples, word_ops
+from .changes import Change, examples, marked
 
 EXAMPLES = 3
 SHORT = 25   # words: examples are taken from the changed utterances this short, where there are some
 CONTEXT = 3  # unchanged words kept on each side of a difference in an example
-
-
-def compact(ref: str, hyp: str, context: int = CONTEXT) -> str:
-    """``hyp`` against ``ref`` with each difference marked (``[a→b]`` substituted, ``[-a]`` left out, ``[+b]``
-    inserted) and long unchanged stretches cut to ``context`` words either side (``…``)."""
-    ops = word_ops(ref, hyp)
-    if all(op == "equal" for op, _, _ in ops):
-        return "= reference" if ops else ""
-    out: list[str] = []
-    for k, (op, old, new) in enumerate(ops):
-        if op == "equal":
-            left, right = (context if k > 0 else 0), (context if k < len(ops) - 1 else 0)
-            out += [*old[:left], "…", *old[len(old) - right:]] if len(old) > left + right else old
-        elif op == "substitute":
-            out += [f"[{' '.join(old)}→{' '.join(new)}]"]
-        elif op == "delete":
-            out += [f"[-{' '.join(old)}]"]
-        else:
-            out += [f"[+{' '.join(new)}]"]
-    return " ".join(out)
 
 
 def headline(name: str, entry: Mapping[str, Any], metric: str, units: str) -> str:
@@ -54,10 +34,10 @@ def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
     short = [c for c in changes if len(c.after.split()) <= SHORT] or list(changes)
     for change in examples(short, k):
         if change.ref is None:
-            lines.append(f"  {change.id}: {compact(change.before, change.after)}")
+            lines.append(f"  {change.id}: {marked(change.before, change.after, CONTEXT)}")
             continue
-        lines += [f"  {change.id} ({change.verdict}):", f"    before: {compact(change.ref, change.before)}",
-                  f"    after:  {compact(change.ref, change.after)}"]
+        lines += [f"  {change.id} ({change.verdict}):", f"    before: {marked(change.ref, change.before, CONTEXT)}",
+                  f"    after:  {marked(change.ref, change.after, CONTEXT)}"]
     return lines
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from rescorer.changes import changed
-from rescorer.summary import compact, example_lines, headline, summary
+from rescorer.changes import marked
+from rescorer.summary import CONTEXT, example_lines, headline, summary
 
 
 @pytest.mark.parametrize("ref, hyp, shown", [
@@ -14,10 +15,11 @@ from rescorer.summary import compact, example_lines, headline, summary
     ("a b", "a b c", "a b [+c]"),
     ("a b c", "b c", "[-a] b c"),
     ("one", "", "[-one]"),
+    ("a b c d e f g h i j k l", "a b x y e f g h i j k z", "a b [c→x] [d→y] e f g … i j k [l→z]"),
     ("a b c", "a b c", "= reference"),
 ])
-def test_compact_marks_each_difference_and_cuts_long_unchanged_stretches(ref, hyp, shown):
-    assert compact(ref, hyp) == shown
+def test_examples_mark_each_difference_and_cut_long_unchanged_stretches(ref, hyp, shown):
+    assert marked(ref, hyp, CONTEXT) == shown
 
 
 def test_headline_states_before_after_relative_change_and_counts():
