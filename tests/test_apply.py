@@ -3,6 +3,7 @@ the same files byte for byte, through the command line and the Python API, for E
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -176,3 +177,23 @@ def test_a_tuned_file_without_the_base_column_in_the_new_list_is_refused(tmp_pat
     tuned.write_text("base: {name: am_score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\n")
     with pytest.raises(ConfigError, match="has no score column 'am_score'"):
         rescorer.apply(DEMO / "test_clean", tuned)
+
+
+def test_the_written_report_page_opens_in_a_browser_with_the_table_and_the_changes(tmp_path):
+    from .test_html_report import BROWSER, chromium
+
+    if BROWSER is None:
+        pytest.skip("no chromium or chromium-browser binary on PATH (Debian: apt-get install chromium)")
+    sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
+            for name in ("dev_other", "test_clean")}
+    result = rescorer.rescore("dev_other", sets, {}, columns={"lm": {"range": [2, 2], "step": 1}}, bootstrap=50,
+                              out_dir=tmp_path / "out")  # a fixed extra weight on ESPnet's LM: 1-bests change
+    page = tmp_path / "out" / "report.html"
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    root = re.search(r"<html[^>]*>", dom).group(0)
+    assert 'data-ready="yes"' in root and "data-errors" not in root
+    assert '<table class="numbers">' in dom and f"{result.report['sets']['test_clean']['rescored']['wer']:.2f}" in dom
+    changed = [u.id for name, new in result.nbests.items()
+               for u, old in zip(new, rescorer.io.sets.NBestSet(**sets[name]).read()) if u.hyps[0].text != old.hyps[0].text]
+    assert changed and all(f'<span class="id">{utt}</span>' in dom for utt in changed)
+    assert not re.search(r'(src|href)="https?://', page.read_text())
