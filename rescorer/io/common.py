@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -18,15 +20,42 @@ _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
 
 
+def input_status(path: str | os.PathLike) -> os.stat_result | None:
+    """What an input path is (links followed), found without opening it; None when nothing is there. A symlink loop,
+    a link to nothing or a path that cannot be looked at is an error naming it."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise NBestFormatError(path, None, "symbolic link to nothing", os.readlink(path)) from None
+        return None
+    except OSError as err:
+        problem = "symbolic link loop" if err.errno == errno.ELOOP else f"cannot look at it ({err.strerror or err})"
+        raise NBestFormatError(path, None, problem) from None
+
+
+def present(path: str | os.PathLike) -> bool:
+    """Whether an optional input file is there (a symlink loop is an error, not an absent file)."""
+    return input_status(path) is not None
+
+
 def read_text(path: str | os.PathLike) -> str:
-    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line."""
+    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line. Only regular files are
+    opened: a pipe or device could not be read a second time (or would wait for a writer)."""
     path = Path(path)
+    status = input_status(path)
+    if status is None:
+        raise NBestFormatError(path, None, "no such file")
+    if stat.S_ISDIR(status.st_mode):
+        raise NBestFormatError(path, None, "expected a file, found a directory")
+    if not stat.S_ISREG(status.st_mode):
+        kind = "a pipe" if stat.S_ISFIFO(status.st_mode) else "a socket" if stat.S_ISSOCK(status.st_mode) else "a device"
+        raise NBestFormatError(path, None, f"not a regular file but {kind}, which could be read only once or wait "
+                                           "for a writer: save it to a file first")
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise NBestFormatError(path, None, "no such file") from None
-    except IsADirectoryError:
-        raise NBestFormatError(path, None, "expected a file, found a directory") from None
+    except OSError as err:
+        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -123,12 +152,25 @@ def split_key(line: str) -> tuple[str, str]:
     return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
 
 
+def line_id_problem(utt_id: str, what: str = "utterance id") -> str | None:
+    """Why an ``id text`` line cannot hold ``utt_id`` (it is empty or holds whitespace); None when it can."""
+    if utt_id and not any(c.isspace() for c in utt_id):
+        return None
+    return f"{what} {'is empty' if not utt_id else 'contains whitespace'}, so an 'id text' line cannot hold it"
+
+
 def check_line_id(utt_id: str, path: str | os.PathLike, what: str = "utterance id") -> str:
     """``utt_id`` if an ``id text`` line can hold it (not empty, no whitespace at all), else a one-line error."""
-    if not utt_id or any(c.isspace() for c in utt_id):
-        problem = "is empty" if not utt_id else "contains whitespace"
-        raise NBestFormatError(path, None, f"{what} {problem}, so an 'id text' line cannot hold it", utt_id)
+    problem = line_id_problem(utt_id, what)
+    if problem:
+        raise NBestFormatError(path, None, problem, utt_id)
     return utt_id
+
+
+def read_at(origin: str) -> tuple[str, int | None]:
+    """The file and line of an utterance's ``origin`` (``file:line``); ``("", None)`` when it has none."""
+    where, _, line = origin.rpartition(":")
+    return where, int(line) if line.isdigit() else None
 
 
 def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
