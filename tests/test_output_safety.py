@@ -1,5 +1,6 @@
-"""Staging of killed runs goes away, SIGTERM is one line, and inputs that cannot be read safely (pipes, symlink loops)
-are one line naming the file. Refusals from the command line are checked
+"""A run never writes outside out_dir or over its inputs: set names are plain names, an out_dir that holds, is or is
+inside what the run reads is refused, staging of killed runs goes away, and inputs that cannot be read safely (pipes,
+symlink loops, ids their outputs cannot hold) are one line naming the file. Refusals from the command line are checked
 as a user sees them: exit 2, one ``rescorer: error:`` line, no traceback, every file as it was."""
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from rescorer.errors import NBestFormatError
+import rescorer
+from rescorer.errors import ConfigError, NBestFormatError
 from rescorer.io import read_nbest
 from rescorer.io.common import atomic_dir, staging_prefix, write_text
+from rescorer.pipeline.outputs import RunDir
 
 from .conftest import DEMO
 from .test_hostile import CTC, RESCORER, assert_one_line_exit_2
@@ -197,3 +200,95 @@ def test_a_failed_block_leaves_no_staging(tmp_path):
         (tmp / "x").write_text("half")
         raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- set names
+@pytest.mark.parametrize("name", ["../../x/victim", "/ABSOLUTE/victim", ".hidden", "a/b"])
+def test_a_set_name_that_is_not_a_plain_name_is_refused_and_nothing_is_written(workspace, name):
+    (workspace / "x").mkdir()
+    shutil.copy(workspace / "o" / "chain" / "dev.jsonl", workspace / "x" / "victim.jsonl")
+    name = name.replace("/ABSOLUTE", str(workspace / "x"))
+    conf = workspace / "conf" / "data"
+    conf.mkdir(parents=True)
+    sets = {name: {"nbest": str(workspace / "x" / "victim.jsonl")}}
+    (conf / "named.yaml").write_text(json.dumps({"_target_": "rescorer.io.sets.Corpus", "name": "named", "sets": sets}))
+    stderr = assert_refused_leaving_all_as_it_was(
+        workspace, f"--config-dir={workspace / 'conf'}", *[o for o in RUN if o != "data=own"], "data=named",
+        "out_dir=o/new/run", "engine.store=s.sqlite", expected=(repr(name), "not a plain name", "letters, digits"))
+    assert "Traceback" not in stderr
+    assert not (workspace / "o" / "new").exists()
+
+
+def test_the_python_api_refuses_a_set_name_that_is_a_path_before_writing(workspace):
+    victim = workspace / "o" / "chain" / "dev.jsonl"
+    before = checksums(workspace)
+    with pytest.raises(ConfigError, match=r"set name '/.*/chain/dev' is not a plain name"):
+        rescorer.rescore(str(victim), sets={str(victim.with_suffix("")): str(victim)},
+                         columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=20, out_dir=workspace / "api")
+    assert checksums(workspace) == before
+
+
+def test_run_dir_paths_outside_the_staging_directory_are_refused(tmp_path):
+    out = RunDir(tmp_path / ".out.tmp", tmp_path / "out")
+    (tmp_path / ".out.tmp").mkdir()
+    assert out.path("dev", "1best.txt") == tmp_path / ".out.tmp" / "dev" / "1best.txt"
+    for parts in (("..", "victim"), ("/etc/passwd",), ("dev", "..", "..", "x"), ("dev", "..")):
+        with pytest.raises(ConfigError, match="outside out_dir"):
+            out.path(*parts)
+
+
+# ---------------------------------------------------------------- an out_dir holding the run's inputs
+HOLDS_INPUTS = {
+    "reads a list in it": (["data.sets.dev.nbest=o/chain/dev.jsonl", "out_dir=o/chain"],
+                           ("out_dir=o/chain holds o/chain/dev.jsonl",)),
+    "is the list's directory": (["data.sets.dev.nbest=dev", "data.sets.dev.refs=dev/ref.trn", "out_dir=dev"],
+                                ("out_dir=dev is dev",)),
+    "is inside the list's directory": (["data.sets.dev.nbest=dev", "out_dir=dev/out"], ("out_dir=dev/out is inside dev",)),
+    "reads references in it": (["data.sets.dev.nbest=dev", "data.sets.dev.refs=o/chain/ref.trn", "out_dir=o/chain"],
+                               ("out_dir=o/chain holds o/chain/ref.trn",)),
+    "holds the score store": (["data.sets.dev.nbest=dev", "data.sets.dev.refs=dev/ref.trn", "out_dir=o/chain",
+                               "engine.store=o/chain/cache/s.sqlite"], ("out_dir=o/chain holds o/chain/cache/s.sqlite",)),
+    "is a link to a directory holding a list": (["data.sets.dev.nbest=o/chain/dev.jsonl", "out_dir=link"],
+                                                ("out_dir=link holds o/chain/dev.jsonl",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOLDS_INPUTS))
+def test_an_out_dir_holding_the_runs_inputs_is_refused(workspace, case):
+    overrides, expected = HOLDS_INPUTS[case]
+    (workspace / "link").symlink_to("o/chain")
+    assert_refused_leaving_all_as_it_was(workspace, *RUN, *SUBSET, "engine.store=s.sqlite", *overrides,
+                                         expected=(*expected, "which this run reads"))
+
+
+def test_apply_refuses_an_out_dir_holding_its_tuned_rescorer(workspace):
+    assert_refused_leaving_all_as_it_was(
+        workspace, "task=apply", "data=own", "task.tuned=o/chain/tuned.yaml", "data.sets.test.nbest=dev",
+        "out_dir=o/chain", "engine.store=s.sqlite", expected=("out_dir=o/chain holds o/chain/tuned.yaml",))
+
+
+def test_the_python_api_refuses_an_out_dir_holding_its_dev_set(workspace):
+    before = checksums(workspace)
+    with pytest.raises(ConfigError, match=r"out_dir=.*chain holds .*dev\.jsonl"):
+        rescorer.rescore(str(workspace / "o" / "chain" / "dev.jsonl"), columns={"ctc": {"range": [0, 1], "step": 0.5}},
+                         bootstrap=20, out_dir=workspace / "o" / "chain")
+    assert checksums(workspace) == before
+
+
+# ---------------------------------------------------------------- what a run reads, named in its errors
+def test_a_symlink_loop_as_the_n_best_is_one_line_naming_it(workspace):
+    (workspace / "loop").symlink_to("loop")
+    assert_refused_leaving_all_as_it_was(workspace, *RUN, "data.sets.dev.nbest=loop", "out_dir=o/new",
+                                         "engine.store=s.sqlite", expected=("loop: symbolic link loop",))
+
+
+def test_an_id_with_whitespace_names_the_input_line_and_the_final_output(workspace):
+    rows = (workspace / "o" / "chain" / "dev.jsonl").read_text().splitlines()
+    record = json.loads(rows[3])
+    record["id"] = record["id"].replace("-", " ", 1)
+    rows[3] = json.dumps(record)
+    (workspace / "spaced.jsonl").write_text("\n".join(rows) + "\n")
+    stderr = assert_refused_leaving_all_as_it_was(
+        workspace, *RUN, "data.sets.dev.nbest=spaced.jsonl", "out_dir=o/chain2", "engine.store=s.sqlite",
+        expected=("spaced.jsonl:4: utterance id contains whitespace", "o/chain2/dev/1best.txt", repr(record["id"])))
+    assert ".tmp" not in stderr
