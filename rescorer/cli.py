@@ -1,6 +1,6 @@
 """The single ``rescorer`` command: a Hydra app dispatching to ``rescorer.tasks.<task>.run``; ``--help`` and
 ``--version`` are answered before Hydra starts, a misspelt group, option or key is refused before it composes,
-and Ctrl-C at any moment is one line and exit 130."""
+and Ctrl-C (or SIGTERM) at any moment is one line and exit 130 (143)."""
 from __future__ import annotations
 
 import logging
@@ -13,24 +13,32 @@ from typing import Any, NoReturn
 GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 
 
-def interrupted(cfg=None) -> None:
-    """One line, then exit 130 at once: an interrupt can land inside a half-done import whose exit hooks would
-    print or re-raise the signal, and everything that was finished is already in the store."""
+SIGNAL_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
+
+
+def interrupted(cfg=None, status: int = 130) -> None:
+    """One line, then exit ``status`` at once: an interrupt can land inside a half-done import whose exit hooks would
+    print or re-raise the signal, and everything that was finished is already in the store. The run's staging files
+    go first (a module not imported yet has none)."""
+    common = sys.modules.get("rescorer.io.common")
+    if common is not None and hasattr(common, "remove_own_staging"):
+        common.remove_own_staging()
     store = cfg.get("engine", {}).get("store") if cfg is not None else None
     saved = f"finished scores are in {store}; " if store else ""
     print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()
-    os._exit(130)
+    os._exit(status)
 
 
 def exit_on_interrupt(cfg=None) -> None:
-    """Ctrl-C calls ``interrupted`` itself rather than raising KeyboardInterrupt, which a library's bare ``except:``
-    or a ``__del__`` running at that moment would swallow, leaving the run going; an ignored SIGINT (a background
-    job) stays ignored."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, lambda signum, frame: interrupted(cfg))
+    """Ctrl-C and SIGTERM call ``interrupted`` themselves rather than raising KeyboardInterrupt, which a library's bare
+    ``except:`` or a ``__del__`` running at that moment would swallow, leaving the run going; an ignored signal (SIGINT
+    of a background job) stays ignored."""
+    for signum, status in SIGNAL_STATUS.items():
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, lambda number, frame, status=status: interrupted(cfg, status))
 
 
 def run(cfg) -> None:

@@ -55,10 +55,16 @@ class NBest:
     fmt: str = "jsonl"
     meta: Mapping[str, str] = field(default_factory=dict)
     source: str = field(default="", compare=False)
+    references: str = field(default="", compare=False)  # the file the references were attached from
 
     def __post_init__(self) -> None:
         if not isinstance(self.utterances, tuple):
             object.__setattr__(self, "utterances", tuple(self.utterances))
+
+    @property
+    def inputs(self) -> list[str]:
+        """The files (or directories) this list was read from: the N-best and the references."""
+        return [path for path in (self.source, self.references) if path]
 
     def __len__(self) -> int:
         return len(self.utterances)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
 import re
 import shutil
+import socket
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -18,15 +21,42 @@ _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
 
 
+def input_status(path: str | os.PathLike) -> os.stat_result | None:
+    """What an input path is (links followed), found without opening it; None when nothing is there. A symlink loop,
+    a link to nothing or a path that cannot be looked at is an error naming it."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise NBestFormatError(path, None, "symbolic link to nothing", os.readlink(path)) from None
+        return None
+    except OSError as err:
+        problem = "symbolic link loop" if err.errno == errno.ELOOP else f"cannot look at it ({err.strerror or err})"
+        raise NBestFormatError(path, None, problem) from None
+
+
+def present(path: str | os.PathLike) -> bool:
+    """Whether an optional input file is there (a symlink loop is an error, not an absent file)."""
+    return input_status(path) is not None
+
+
 def read_text(path: str | os.PathLike) -> str:
-    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line."""
+    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line. Only regular files are
+    opened: a pipe or device could not be read a second time (or would wait for a writer)."""
     path = Path(path)
+    status = input_status(path)
+    if status is None:
+        raise NBestFormatError(path, None, "no such file")
+    if stat.S_ISDIR(status.st_mode):
+        raise NBestFormatError(path, None, "expected a file, found a directory")
+    if not stat.S_ISREG(status.st_mode):
+        kind = "a pipe" if stat.S_ISFIFO(status.st_mode) else "a socket" if stat.S_ISSOCK(status.st_mode) else "a device"
+        raise NBestFormatError(path, None, f"not a regular file but {kind}, which could be read only once or wait "
+                                           "for a writer: save it to a file first")
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise NBestFormatError(path, None, "no such file") from None
-    except IsADirectoryError:
-        raise NBestFormatError(path, None, "expected a file, found a directory") from None
+    except OSError as err:
+        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -123,12 +153,25 @@ def split_key(line: str) -> tuple[str, str]:
     return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
 
 
+def line_id_problem(utt_id: str, what: str = "utterance id") -> str | None:
+    """Why an ``id text`` line cannot hold ``utt_id`` (it is empty or holds whitespace); None when it can."""
+    if utt_id and not any(c.isspace() for c in utt_id):
+        return None
+    return f"{what} {'is empty' if not utt_id else 'contains whitespace'}, so an 'id text' line cannot hold it"
+
+
 def check_line_id(utt_id: str, path: str | os.PathLike, what: str = "utterance id") -> str:
     """``utt_id`` if an ``id text`` line can hold it (not empty, no whitespace at all), else a one-line error."""
-    if not utt_id or any(c.isspace() for c in utt_id):
-        problem = "is empty" if not utt_id else "contains whitespace"
-        raise NBestFormatError(path, None, f"{what} {problem}, so an 'id text' line cannot hold it", utt_id)
+    problem = line_id_problem(utt_id, what)
+    if problem:
+        raise NBestFormatError(path, None, problem, utt_id)
     return utt_id
+
+
+def read_at(origin: str) -> tuple[str, int | None]:
+    """The file and line of an utterance's ``origin`` (``file:line``); ``("", None)`` when it has none."""
+    where, _, line = origin.rpartition(":")
+    return where, int(line) if line.isdigit() else None
 
 
 def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
@@ -154,18 +197,86 @@ def current_umask() -> int:
     return mask
 
 
+# Staging paths of this process (removed by ``remove_own_staging`` when it is interrupted) and the host part of
+# staging names: a staging path names its owner (``.NAME.PID@HOST.RANDOM.tmp``) so that a later writer of the same
+# path can tell a dead owner's leftovers from a live writer's work.
+_OWN_STAGING: set[Path] = set()
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def staging_prefix(path: str | os.PathLike, pid: int | None = None) -> str:
+    """The start of the name of a staging file or directory for ``path`` owned by process ``pid`` (default: this one)."""
+    return f".{Path(path).name}.{os.getpid() if pid is None else pid}@{_HOST}."
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this host)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def remove_stale_staging(path: str | os.PathLike) -> None:
+    """Remove the staging files and directories beside ``path`` left by writers of it on this host that died
+    (killed before they could clean up); a live writer's staging is left alone."""
+    path = Path(path)
+    owned = re.compile(rf"\.{re.escape(path.name)}\.(\d+)@{re.escape(_HOST)}\.[a-z0-9_]+\.tmp")
+    try:
+        siblings = list(path.parent.iterdir())
+    except OSError:
+        return
+    for sibling in siblings:
+        match = owned.fullmatch(sibling.name)
+        if match and int(match.group(1)) != os.getpid() and not pid_alive(int(match.group(1))):
+            _remove(sibling)
+
+
+def remove_own_staging() -> None:
+    """Remove this process's staging files and directories (an interrupted run leaves none behind)."""
+    for path in list(_OWN_STAGING):
+        _remove(path)
+    _OWN_STAGING.clear()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _staging(path: Path, make_dir: bool) -> Path:
+    """A new staging file or directory beside ``path``, named after its owner, after removing dead owners' ones."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(path)
+    options = {"prefix": staging_prefix(path), "suffix": ".tmp", "dir": path.parent}
+    if make_dir:
+        tmp = Path(tempfile.mkdtemp(**options))
+    else:
+        fd, name = tempfile.mkstemp(**options)
+        os.close(fd)
+        tmp = Path(name)
+    _OWN_STAGING.add(tmp)
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` (mode 0666 & ~umask) only if the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = _staging(path, make_dir=False)
     try:
-        yield Path(tmp)
+        yield tmp
         os.chmod(tmp, 0o666 & ~current_umask())
+        _OWN_STAGING.discard(tmp)  # an interrupt from here on leaves it for the next writer to remove
         os.replace(tmp, path)
     finally:
+        _OWN_STAGING.discard(tmp)
         if os.path.exists(tmp):
             os.unlink(tmp)
 
@@ -174,11 +285,11 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; it replaces ``path`` (mode 0777 & ~umask) if the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = _staging(path, make_dir=True)
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~current_umask())
+        _OWN_STAGING.discard(tmp)  # an interrupt during the swap leaves it for the next writer to remove
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -188,6 +299,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
         else:
             tmp.rename(path)
     finally:
+        _OWN_STAGING.discard(tmp)
         if tmp.exists():
             shutil.rmtree(tmp)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import (atomic_dir, find_key, format_number, id_lines, json_score, load_json, parse_score, read_lines,
-                     read_text, require_ranks, split_key, write_text)
+from .common import (atomic_dir, find_key, format_number, id_lines, json_score, load_json, parse_score, present,
+                     read_lines, read_text, require_ranks, split_key, write_text)
 from .target import Target
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
@@ -76,8 +76,8 @@ def _read_job(root: Path) -> list[Utterance]:
         text_path, score_path, parts_path = rank_dir / "text", rank_dir / "score", rank_dir / "scores"
         texts = _read_kv(text_path, required_value=False)
         scores = _read_kv(rank_dir / "score", required_value=True)
-        parts = _read_kv(rank_dir / "scores", True) if (rank_dir / "scores").exists() else None
-        tokens = _read_kv(rank_dir / "token", False) if (rank_dir / "token").exists() else None
+        parts = _read_kv(parts_path, True) if present(parts_path) else None
+        tokens = _read_kv(rank_dir / "token", False) if present(rank_dir / "token") else None
         for name, table in (("score", scores), ("scores", parts), ("token", tokens)):
             if table is None:
                 continue

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, id_lines, parse_score, read_lines, require_ranks, split_key
+from .common import atomic_dir, id_lines, parse_score, present, read_lines, require_ranks, split_key
 from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
@@ -23,7 +23,7 @@ def is_kaldi_dir(path: Path) -> bool:
 
 
 def _cost_files(path: Path) -> dict[str, Path]:
-    files = {col: path / name for name, col in COST_FILES.items() if (path / name).is_file()}
+    files = {col: path / name for name, col in COST_FILES.items() if present(path / name)}
     files.update({p.name[: -len(".cost")]: p for p in sorted(path.glob("*.cost"))})
     return files
 

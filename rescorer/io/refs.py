@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import NBest, Utterance
-from .common import load_json, read_lines, split_key
+from .common import load_json, read_at, read_lines, split_key
 from .target import native_format
 
 _TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
@@ -80,13 +80,13 @@ def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
     else:
         refs = _match_ids(nbest, path, keyed)
     utterances = [replace(u, ref=ref) for u, ref in zip(nbest, refs)]
-    return nbest.with_utterances(utterances)
+    return replace(nbest.with_utterances(utterances), references=str(path))
 
 
 def _where(nbest: NBest, utt: Utterance) -> tuple[str, int | None]:
     """The n-best file and line an utterance was read from (its ``origin``)."""
-    where, _, line = utt.origin.rpartition(":")
-    return where or nbest.source, int(line) if line.isdigit() else None
+    where, line = read_at(utt.origin)
+    return where or nbest.source, line
 
 
 def _line_of(nbest: NBest, utt: Utterance, path: Path, lines: list[str]) -> str:

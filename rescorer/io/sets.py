@@ -1,13 +1,25 @@
 """Named N-best sets of an experiment (what ``conf/data/*.yaml`` instantiates)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError, check_known
 from ..types import NBest
 from . import MT_FORMATS, detect_format, read_nbest
+from .common import present
+
+SET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")  # a set's name names its files in out_dir
+
+
+def check_set_names(names: Iterable[object]) -> None:
+    """Refuse a set name that is not a plain file name: letters, digits, ``_``, ``-`` and ``.``, not starting with
+    ``.`` (so no path, no hidden file, nothing outside ``out_dir``)."""
+    for name in names:
+        if not isinstance(name, str) or not SET_NAME.fullmatch(name):
+            raise ConfigError(f"set name {name!r} is not a plain name: use letters, digits, '_', '-' and '.', not "
+                              "starting with '.' (it names the set's files in out_dir)")
 
 
 @dataclass
@@ -55,11 +67,12 @@ class Corpus:
         for name, spec in given.items():
             if isinstance(spec, Mapping):
                 check_known(f"data.sets.{name} key", spec, (f.name for f in fields(NBestSet)))
+        check_set_names(given)
         self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in given.items()}
         for name, spec in self.sets.items():
-            if not Path(spec.nbest).exists():
+            if not present(spec.nbest):
                 raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")
-            if spec.refs is not None and not Path(spec.refs).exists():
+            if spec.refs is not None and not present(spec.refs):
                 raise ConfigError(f"data.sets.{name}.refs: no such file: {spec.refs}")
 
     @property

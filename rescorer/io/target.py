@@ -41,7 +41,7 @@ from typing import Callable, Mapping
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import check_line_id, format_number
+from .common import format_number, line_id_problem, read_at
 
 NATIVE_KEY = "native_fmt"  # NBest.meta key: the format a JSONL file's raw values and meta were read from
 TOTAL_FIRST = ("moses", "marian")
@@ -114,15 +114,31 @@ class Target:
 
 
 # ---------------------------------------------------------------- refusals before writing
-def _integer_id(pattern: re.Pattern, rule: str) -> Callable[[str, Path, str], None]:
-    def check(utt_id: str, path: Path, fmt: str) -> None:
-        if not pattern.fullmatch(utt_id):
-            raise NBestFormatError(path, None, f"sentence id must be {rule} to be written as {fmt}", utt_id)
-    return check
+def _integer_id(pattern: re.Pattern, rule: str) -> Callable[[str, str], str | None]:
+    def problem(utt_id: str, fmt: str) -> str | None:
+        return None if pattern.fullmatch(utt_id) else f"sentence id must be {rule} to be written as {fmt}"
+    return problem
 
 
-def _line_id(utt_id: str, path: Path, fmt: str) -> None:
-    check_line_id(utt_id, path, f"{fmt} utterance id")
+def _line_id(utt_id: str, fmt: str) -> str | None:
+    return line_id_problem(utt_id, f"{fmt} utterance id")
+
+
+def utterance_error(utt: Utterance, output: str | Path, problem: str, value: object) -> NBestFormatError:
+    """An error about one utterance that ``output`` cannot hold, named where the utterance was read (its ``origin``,
+    file:line) when it was read from a file, else by ``output``."""
+    where, line = read_at(utt.origin)
+    if where and line is not None:
+        return NBestFormatError(where, line, f"{problem} (writing {output})", value)
+    return NBestFormatError(output, None, problem, value)
+
+
+def check_line_ids(nbest: NBest, path: str | Path) -> None:
+    """Refuse, naming where it was read, an utterance id an ``id text`` file (``path``) cannot hold."""
+    for utt in nbest:
+        problem = line_id_problem(utt.id)
+        if problem:
+            raise utterance_error(utt, path, problem, utt.id)
 
 
 def check_stem_id(utt_id: str, path: str | Path) -> None:
@@ -131,7 +147,7 @@ def check_stem_id(utt_id: str, path: str | Path) -> None:
         raise NBestFormatError(path, None, "utterance id cannot be an audio file stem in a NeMo manifest", utt_id)
 
 
-ID_RULES: dict[str, Callable[[str, Path, str], None]] = {
+ID_RULES: dict[str, Callable[[str, str], str | None]] = {  # the problem with an id, None if the format holds it
     "espnet2": _line_id, "kaldi": _line_id,
     "fairseq": _integer_id(_CANONICAL_INT, "a non-negative integer without leading zeros"),
     "moses": _integer_id(_DIGITS, "a non-negative integer"),
@@ -152,8 +168,9 @@ def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
         if utt.id in seen:
             raise NBestFormatError(path, None, "duplicate utterance id", utt.id)
         seen.add(utt.id)
-        if fmt in ID_RULES:
-            ID_RULES[fmt](utt.id, path, fmt)
+        problem = ID_RULES[fmt](utt.id, fmt) if fmt in ID_RULES else None
+        if problem:
+            raise utterance_error(utt, path, problem, utt.id)
         if not utt.hyps and fmt not in HOLDS_EMPTY:
             raise NBestFormatError(path, None, f"utterance has no hypotheses, which {fmt} cannot hold", utt.id)
         for hyp in utt.hyps:

@@ -11,6 +11,7 @@ from ..io import MT_FORMATS
 from ..io.sets import NBestSet
 from ..metrics import make_metric
 from ..types import NBest
+from .outputs import checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_lists
 from .tuned import Tuned
 
@@ -56,6 +57,7 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     if metric == "auto":
         metric = "bleu" if any(n.fmt in MT_FORMATS for n in named.values()) else "wer"
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
+    out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
     options = {"name": search} if isinstance(search, str) else dict(search)
@@ -79,6 +81,7 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
     given = dict(scorers or {})
+    out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
     specs = {column: entry["spec"] for column, entry in tuned.scorers.items() if column not in given}
     in_memory = sorted(column for column, spec in specs.items() if spec is None)
     if in_memory:

@@ -8,11 +8,12 @@ from ..metrics import Metric, NBestStats
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
-from .outputs import run_dir
+from .outputs import OutDir, checked_out_dir, run_dir
 
 
-def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path, data: str) -> dict[str, Any]:
+def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path | OutDir, data: str) -> dict[str, Any]:
     """Baseline and oracle of each set; writes ``report.{json,md}`` under ``out_dir`` and returns the report."""
+    target = checked_out_dir(out_dir, sets, {})
     entries = {}
     for name, nbest in sets.items():
         stats = NBestStats.compute(nbest, metric)
@@ -25,6 +26,6 @@ def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path, dat
     report = {"task": "evaluate", "data": data, "metric": metric.name, "units": metric.units,
               "signature": f"rescorer:{__version__}|{metric.signature}", "sets": entries}
     columns = ["utterances", "hypotheses", f"baseline.{metric.name}", f"oracle.{metric.name}"]
-    with run_dir(out_dir) as out:
+    with run_dir(target) as out:
         write_report(out.work, report, columns, f"{data}: input 1-best and oracle {metric.name.upper()}")
     return report

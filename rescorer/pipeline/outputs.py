@@ -3,16 +3,69 @@ all into a staging directory that replaces ``out_dir`` only when the whole run s
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator, Mapping
 
-from ..errors import ConfigError
+from ..engine import BoundScorer
+from ..errors import ConfigError, NBestFormatError
 from ..io import write_nbest
 from ..io.common import atomic_dir, id_lines, write_text
+from ..io.sets import check_set_names
+from ..io.target import check_line_ids
 from ..types import NBest
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
+
+
+@dataclass(frozen=True)
+class OutDir:
+    """An ``out_dir`` a run may replace (:func:`out_dir_for`): new, empty or an earlier run's, holding no input."""
+
+    path: Path
+
+
+def real(path: str | Path) -> Path:
+    """``path`` absolute with every symlink resolved (as far as it exists)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compare it as written
+        return Path(os.path.abspath(path))
+
+
+def out_dir_for(out_dir: str | Path, inputs: Iterable[str | Path]) -> OutDir:
+    """``out_dir`` checked before a run starts: not a file, not a directory of something other than a rescorer run,
+    and neither holding, inside nor equal to any of ``inputs`` (what the run reads: lists, references, a tuned
+    rescorer, the score store), which replacing it would delete."""
+    final = Path(out_dir)
+    where = real(final)
+    for path in inputs:
+        read = real(path)
+        relation = ("is" if read == where else "holds" if where in read.parents else
+                    "is inside" if read in where.parents else None)
+        if relation:
+            raise ConfigError(f"out_dir={final} {relation} {path}, which this run reads: a run replaces its out_dir, "
+                              "so choose another one")
+    if final.exists() and not final.is_dir():
+        raise ConfigError(f"out_dir={final} is a file")
+    if final.is_dir() and any(final.iterdir()) and not (final / MARK).is_file():
+        raise ConfigError(f"out_dir={final} is not empty and holds no {MARK}: choose a new or empty directory")
+    return OutDir(final)
+
+
+def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBest],
+                    scorers: Mapping[str, BoundScorer], inputs: Iterable[str | Path | None] = ()) -> OutDir | None:
+    """None without ``out_dir``; one checked already as it is; else ``out_dir`` checked for a run that writes ``sets``
+    (plain names only) and reads their files, the score store of ``scorers`` and ``inputs`` (a tuned rescorer, the
+    configured store: check before a scorer opens it)."""
+    if out_dir is None or isinstance(out_dir, OutDir):
+        return out_dir
+    check_set_names(sets)
+    stores = [scorer.engine.store.path for scorer in scorers.values() if scorer.engine.store is not None]
+    files = [path for nbest in sets.values() for path in nbest.inputs if os.path.lexists(path)]  # not "generate"
+    read = [*files, *stores, *inputs]
+    return out_dir_for(out_dir, [path for path in read if path])
 
 
 @dataclass(frozen=True)
@@ -22,41 +75,57 @@ class RunDir:
     work: Path
     final: Path
 
+    def path(self, *parts: str) -> Path:
+        """``work/parts…``, refused unless it stays inside ``work``."""
+        path = self.work.joinpath(*parts)
+        if real(self.work) not in real(path).parents:
+            raise ConfigError(f"{self.final.joinpath(*parts)} is outside out_dir={self.final}: nothing is written there")
+        return path
+
     def shown(self, path: Path) -> str:
         """``path`` (under ``work``) as it will be once the run is in place."""
         return str(self.final / Path(path).relative_to(self.work))
 
+    def restated(self, err: NBestFormatError) -> NBestFormatError:
+        """``err`` naming the paths it names under ``work`` where they will be, not in the staging directory."""
+        work, final = str(self.work), str(self.final)
+        return type(err)(err.path.replace(work, final), err.line, err.problem.replace(work, final), err.value)
+
 
 @contextlib.contextmanager
-def run_dir(out_dir: str | Path) -> Iterator[RunDir]:
-    """Stage a run's outputs; they replace ``out_dir`` together when the block succeeds, else vanish. A reused
-    ``out_dir`` never mixes runs; one that holds something other than a rescorer run is refused."""
-    final = Path(out_dir)
-    if final.is_dir() and any(final.iterdir()) and not (final / MARK).is_file():
-        raise ConfigError(f"out_dir={final} is not empty and holds no {MARK}: choose a new or empty directory")
-    if final.exists() and not final.is_dir():
-        raise ConfigError(f"out_dir={final} is a file")
+def run_dir(out: OutDir) -> Iterator[RunDir]:
+    """Stage a run's outputs; they replace the checked ``out_dir`` together when the block succeeds, else vanish, so
+    a reused ``out_dir`` never mixes runs. Errors name where the outputs would have been."""
     try:
-        with atomic_dir(final) as work:
-            yield RunDir(work, final)
+        with atomic_dir(out.path) as work:
+            staged = RunDir(work, out.path)
+            try:
+                yield staged
+            except NBestFormatError as err:
+                raise staged.restated(err) from None
     except OSError as err:
-        raise ConfigError(f"out_dir={final}: cannot write there ({err.strerror or err})") from None
+        raise ConfigError(f"out_dir={out.path}: cannot write there ({err.strerror or err})") from None
 
 DIRECTORY_FORMATS = ("espnet2", "kaldi")
 
 
-def write_scored(nbest: NBest, out_dir: Path, name: str) -> dict[str, Path]:
-    """The set in its own format (``out_dir/name/``) and as canonical JSONL (``out_dir/name.jsonl``)."""
+def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]:
+    """The set in its own format (``out_dir/name/``) and as canonical JSONL (``out_dir/name.jsonl``), never outside
+    ``out`` (a run's staging directory, or a plain directory)."""
+    out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
     source = Path(nbest.source)
-    native = out_dir / name / ("nbest" if nbest.fmt in DIRECTORY_FORMATS else source.name or f"nbest.{nbest.fmt}")
+    native = out.path(name, "nbest" if nbest.fmt in DIRECTORY_FORMATS else source.name or f"nbest.{nbest.fmt}")
+    jsonl = out.path(f"{name}.jsonl")
     write_nbest(nbest, native)
-    write_nbest(nbest, out_dir / f"{name}.jsonl", "jsonl")
-    return {"native": native, "jsonl": out_dir / f"{name}.jsonl"}
+    write_nbest(nbest, jsonl, "jsonl")
+    return {"native": native, "jsonl": jsonl}
 
 
 def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
     """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT."""
     best = nbest.select([0] * len(nbest))
+    if with_ids:
+        check_line_ids(nbest, path)
     body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else "".join(
         f"{text}\n" for text in best)
     write_text(path, body)

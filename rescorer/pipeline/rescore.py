@@ -30,7 +30,7 @@ from ..io import natural_base
 from ..io.common import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
-from .outputs import RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
+from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
 from .tuned import FILE as TUNED_FILE, Tuned
@@ -141,12 +141,15 @@ class Rescored:
 def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric,
                   base: Column | None = None, columns: Sequence[Column] | None = None,
                   search: Mapping[str, Any] | None = None, tune_on: str | None = None, bootstrap: int = 1000,
-                  seed: int = 0, data: str = "data", out_dir: str | Path | None = None, halves: int = 0) -> Rescored:
+                  seed: int = 0, data: str = "data", out_dir: str | Path | OutDir | None = None,
+                  halves: int = 0) -> Rescored:
     """Tune on one set (it needs references), apply to all; the report, the re-ranked sets and the tuned rescorer,
     also written under ``out_dir`` if given. ``base`` (weight 1) defaults to the column the format ranks by;
     ``auto`` penalties match LM columns to a per-token base; ``halves`` > 0 adds that many random half-splits of
-    the tuning set comparing the fast and robust rules."""
+    the tuning set comparing the fast and robust rules. ``out_dir`` may not hold what the run reads (the sets'
+    files, the scorers' store) unless it was checked already (an :class:`OutDir`)."""
     check_sets(sets, bootstrap)
+    target = checked_out_dir(out_dir, sets, scorers)
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
                      list(sets))
     base = base or Column(natural_base(sets[dev]))
@@ -166,15 +169,17 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
     report = {**rescore_report(result, columns, scorers, metric, base, dev, data, applied), "halves": study,
               "penalties": {c.name: c.penalty for c in columns}, "notes": notes, "warnings": warnings}
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
-    return finish(report, applied, metric, tuned, out_dir, title, result)
+    return finish(report, applied, metric, tuned, target, title, result)
 
 
 def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], bootstrap: int = 1000,
-                seed: int = 0, data: str = "data", out_dir: str | Path | None = None,
+                seed: int = 0, data: str = "data", out_dir: str | Path | OutDir | None = None,
                 source: str | None = None) -> Rescored:
     """Score ``sets`` with ``scorers`` (those of ``tuned``), re-rank them with its weights and report: the metric
-    where references exist, the counts and changed 1-bests everywhere."""
+    where references exist, the counts and changed 1-bests everywhere. ``out_dir`` may not hold what the run reads
+    (the sets' files, ``source``: the tuned rescorer, the scorers' store) unless it was checked already."""
     check_sets(sets, bootstrap)
+    target = checked_out_dir(out_dir, sets, scorers, [source])
     metric = tuned.make_metric()
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
@@ -185,7 +190,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
               "signature": signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
               "sets": {name: a.entry for name, a in applied.items()}}
     title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
-    return finish(report, applied, metric, tuned, out_dir, title, None)
+    return finish(report, applied, metric, tuned, target, title, None)
 
 
 def check_sets(sets: Mapping[str, NBest], bootstrap: int) -> None:
@@ -227,7 +232,7 @@ def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Me
 
 
 def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metric, tuned: Tuned,
-           out_dir: str | Path | None, title: str, result: SearchResult | None) -> Rescored:
+           out_dir: OutDir | None, title: str, result: SearchResult | None) -> Rescored:
     """The run's result; with ``out_dir``, every set's outputs, ``tuned.yaml``, the weight plot and the reports
     (``report.json``, ``report.md``, ``report.html``) written there together (all or nothing)."""
     nbests = {name: a.nbest for name, a in applied.items()}
@@ -239,7 +244,7 @@ def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metri
             a.entry["outputs"] = write_rescored(a.nbest, out, name, metric)
         plot = None
         if result is not None:
-            plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.work / f"weights_{tuned.tuned_on}.png")
+            plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.path(f"weights_{tuned.tuned_on}.png"))
             report["search"]["plot"] = out.shown(plot) if plot else None
         write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
         report["tuned_file"] = str(out.final / TUNED_FILE)
@@ -267,9 +272,9 @@ def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: 
 
 def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
     """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be."""
-    written = {**write_scored(nbest, out.work, name), "1best": out.work / name / "1best.txt"}
+    written = {**write_scored(nbest, out, name), "1best": out.path(name, "1best.txt")}
     write_1best(nbest, written["1best"], with_ids=metric.name == "wer")
-    toolkit = write_toolkit_1best(nbest, out.work / name)
+    toolkit = write_toolkit_1best(nbest, out.path(name))
     if toolkit is not None:
         written["toolkit_1best"] = toolkit
     return {kind: out.shown(path) for kind, path in written.items()}

@@ -8,15 +8,16 @@ from ..engine import BoundScorer, ScoredTexts
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
-from .outputs import RunDir, run_dir, write_scored
+from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_scored
 from .scoring import score_nbest, set_perplexities
 
 
-def score_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], out_dir: str | Path,
+def score_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], out_dir: str | Path | OutDir,
                data: str) -> dict[str, Any]:
     """Score every set with every scorer, write the scored lists, report cost and (P)PPL per scorer."""
+    target = checked_out_dir(out_dir, sets, scorers)
     results = {name: score_nbest(nbest, scorers) for name, nbest in sets.items()}
-    with run_dir(out_dir) as out:
+    with run_dir(target) as out:
         report = score_report(sets, results, scorers, out, data)
         columns = [c for column in scorers for c in (f"scorers.{column}.rows", f"scorers.{column}.seconds",
                                                      f"scorers.{column}.ppl.input_1best.word_ppl",
@@ -31,7 +32,7 @@ def score_report(sets: Mapping[str, NBest], results: Mapping[str, tuple[NBest, d
     entries = {}
     for name, nbest in sets.items():
         scored, scores = results[name]
-        written = write_scored(scored, out.work, name)
+        written = write_scored(scored, out, name)
         entry: dict[str, Any] = {"format": nbest.fmt, "utterances": len(nbest), "hypotheses": nbest.num_hypotheses,
                                  "outputs": {k: out.shown(v) for k, v in written.items()}, "scorers": {}}
         for column, scorer in scorers.items():

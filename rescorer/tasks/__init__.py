@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -15,6 +15,8 @@ from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
 
+if TYPE_CHECKING:
+    from ..pipeline.outputs import OutDir
 
 
 def register_resolvers() -> None:
@@ -123,6 +125,14 @@ def scorers_of(cfg: DictConfig) -> dict[str, BoundScorer]:
     specs = {name: {k: v for k, v in spec.items() if k != "_target_"} for name, spec in (plain(cfg.get("scorer")) or {}).items()
              if spec is not None}
     return load_scorers(specs, plain(cfg.engine))
+
+
+def out_dir_of(cfg: DictConfig, sets: Mapping[str, Any]) -> "OutDir | None":
+    """``out_dir`` checked for a run writing ``sets`` (see :func:`~rescorer.pipeline.outputs.checked_out_dir`),
+    before a scorer opens the configured score store, which it may not hold either."""
+    from ..pipeline.outputs import checked_out_dir
+
+    return checked_out_dir(cfg.out_dir, sets, {}, [(plain(cfg.get("engine")) or {}).get("store")])
 
 
 def data_of(cfg: DictConfig) -> Any:
