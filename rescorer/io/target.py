@@ -41,7 +41,7 @@ from typing import Callable, Mapping
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import check_line_id, format_number
+from .common import LINE_BREAKS, check_line_id, format_number
 
 NATIVE_KEY = "native_fmt"  # NBest.meta key: the format a JSONL file's raw values and meta were read from
 TOTAL_FIRST = ("moses", "marian")
@@ -138,8 +138,8 @@ ID_RULES: dict[str, Callable[[str, Path, str], None]] = {
     "marian": _integer_id(_DIGITS, "a non-negative integer"),
 }
 # Characters a line-based format cannot hold in a hypothesis text (or tokens, or a fairseq T line).
-TEXT_CHARS = {"espnet2": "\n\r", "kaldi": "\n\r", "fairseq": "\t\n\r", "moses": "\n\r", "marian": "\n\r",
-              "nemo": "\t\n\r"}
+TEXT_CHARS = {"espnet2": LINE_BREAKS, "kaldi": LINE_BREAKS, "fairseq": "\t" + LINE_BREAKS, "moses": LINE_BREAKS,
+              "marian": LINE_BREAKS, "nemo": "\t" + LINE_BREAKS}
 HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring", "hyporadise", "fields"}  # can hold an utterance without hypotheses
 _LABEL_CHARS = re.compile(r"[\s=:|]")
 

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ..errors import ConfigError
 from ..io import write_nbest
-from ..io.common import atomic_dir, id_lines, write_text
+from ..io.common import atomic_dir, id_lines, text_lines, write_text
 from ..types import NBest
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
@@ -57,8 +57,7 @@ def write_scored(nbest: NBest, out_dir: Path, name: str) -> dict[str, Path]:
 def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
     """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT."""
     best = nbest.select([0] * len(nbest))
-    body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else "".join(
-        f"{text}\n" for text in best)
+    body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else text_lines(best, path)
     write_text(path, body)
 
 
