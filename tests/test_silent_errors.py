@@ -5,12 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import jiwer
+import numpy as np
 import pytest
 
 import rescorer
 from rescorer import Hypothesis, NBest, NBestFormatError, Utterance, read_nbest, write_nbest
+from rescorer.combine import Column, Features
+from rescorer.combine.interpolate import WORD_COUNT_COLUMN
+from rescorer.errors import ConfigError
 from rescorer.io import fairseq, moses, nemo
-from rescorer.pipeline import write_1best
+from rescorer.pipeline import score_nbest, write_1best
 
 
 def lines(*rows: str) -> str:
@@ -101,3 +105,46 @@ def test_numbered_ids_on_most_lines_attach_by_id(tmp_path):
     refs.write_text(lines("2 birds", "0 2 dogs ran", "1 a cat"))
     nbest = read_nbest(jsonl_list(tmp_path, {"0": "2 dogs ran", "1": "a hat", "2": "birds"}), refs=refs)
     assert nbest.refs() == ["2 dogs ran", "a cat", "birds"]
+
+
+# ---------------------------------------------------------------- reserved and taken column names
+def scored_list(tmp_path, columns: dict[str, list[float]]) -> NBest:
+    """Two utterances of two hypotheses (3, 1, 2 and 4 words) with ``columns``, read from a JSONL file."""
+    texts = [("a b c", "d"), ("e f", "g h i j")]
+    values = iter(range(4))
+    utterances = []
+    for u, pair in enumerate(texts):
+        hyps = []
+        for text in pair:
+            k = next(values)
+            hyps.append(Hypothesis(text, {name: column[k] for name, column in columns.items()}))
+        utterances.append(Utterance(f"u{u}", tuple(hyps)))
+    write_nbest(NBest(tuple(utterances), fmt="jsonl"), tmp_path / "nbest.jsonl")
+    return read_nbest(tmp_path / "nbest.jsonl")
+
+
+def test_the_word_count_column_counts_words(tmp_path):
+    nbest = scored_list(tmp_path, {"score": [-1.0, -2.0, -3.0, -4.0]})
+    features = Features.of(nbest, Column("score"), [Column(WORD_COUNT_COLUMN)])
+    assert features.values[..., 1].tolist() == [[3, 1], [2, 4]]  # counted by hand
+
+
+def test_an_input_column_named_like_the_word_count_is_refused(tmp_path):
+    nbest = scored_list(tmp_path, {"score": [-1.0, -2.0, -3.0, -4.0], "words": [9.0, 9.0, 9.0, 9.0]})
+    with pytest.raises(ConfigError, match="input score column 'words' clashes with the built-in word count") as info:
+        Features.of(nbest, Column("score"), [Column(WORD_COUNT_COLUMN)])
+    assert f"{tmp_path / 'nbest.jsonl'}:1" in one_line(info.value)
+
+
+def test_a_scorer_named_like_the_word_count_is_refused(tmp_path):
+    nbest = scored_list(tmp_path, {"score": [-1.0, -2.0, -3.0, -4.0]})
+    with pytest.raises(ConfigError, match="scorer 'words' clashes with the built-in word count") as info:
+        Features.of(nbest, Column("score"), [Column(WORD_COUNT_COLUMN)], flat_columns={"words": np.zeros(4)})
+    assert str(tmp_path / "nbest.jsonl") in one_line(info.value)
+
+
+def test_a_scorer_named_like_an_input_column_is_refused_before_scoring(tmp_path):
+    nbest = scored_list(tmp_path, {"score": [-1.0, -2.0, -3.0, -4.0], "lm": [0.0, 0.0, 0.0, 0.0]})
+    with pytest.raises(ConfigError, match="scorer 'lm' would overwrite the input's score column 'lm'") as info:
+        score_nbest(nbest, {"lm": object()})  # refused before the scorer is asked anything
+    assert str(tmp_path / "nbest.jsonl") in one_line(info.value)

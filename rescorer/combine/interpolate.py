@@ -98,8 +98,15 @@ class Features:
 
 
 def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores."""
+    """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores. The
+    word count's name is reserved: an input or LM column of that name is refused, not shadowed."""
     if name == WORD_COUNT_COLUMN:
+        holder = next((u for u in nbest for h in u.hyps if name in h.scores), None)
+        if holder is not None or name in flat_columns:
+            what, fix = (f"{holder.origin or nbest.source}: input score column", "rename it in the file") \
+                if holder is not None else (f"{nbest.source}: scorer", "give the scorer another name")
+            raise ConfigError(f"{what} {name!r} clashes with the built-in word count {name!r} (its weight is the "
+                              f"word bonus); {fix}")
         return words
     if name in flat_columns:
         values = np.asarray(flat_columns[name], dtype=float)
