@@ -7,6 +7,7 @@ from pathlib import Path
 import jiwer
 import numpy as np
 import pytest
+import sacrebleu
 
 import rescorer
 from rescorer import Hypothesis, NBest, NBestFormatError, Utterance, read_nbest, write_nbest
@@ -148,3 +149,32 @@ def test_a_scorer_named_like_an_input_column_is_refused_before_scoring(tmp_path)
     with pytest.raises(ConfigError, match="scorer 'lm' would overwrite the input's score column 'lm'") as info:
         score_nbest(nbest, {"lm": object()})  # refused before the scorer is asked anything
     assert str(tmp_path / "nbest.jsonl") in one_line(info.value)
+
+
+# ---------------------------------------------------------------- metric functions take one sentence pair or two lists
+REF, HYP = "the cat sat on the mat today", "the cat sat on a mat today"
+
+
+@pytest.mark.parametrize("function, peer", [
+    (rescorer.wer, lambda refs, hyps: jiwer.wer(refs, hyps)),
+    (rescorer.bleu, lambda refs, hyps: sacrebleu.corpus_bleu(hyps, [refs]).score),
+], ids=["wer", "bleu"])
+def test_a_string_pair_is_one_sentence_for_every_metric(function, peer):
+    expected = peer([REF], [HYP])
+    assert expected > 0
+    assert function(REF, HYP) == pytest.approx(expected)
+    assert function([REF], [HYP]) == function((REF,), (HYP,)) == function(REF, HYP)
+
+
+@pytest.mark.parametrize("function", [rescorer.wer, rescorer.bleu], ids=["wer", "bleu"])
+@pytest.mark.parametrize("refs, hyps, problem", [
+    (REF, [HYP], "refs must be a list of strings"),
+    ([REF], HYP, "hyps must be a list of strings"),
+    (iter([REF]), [HYP], "refs must be a list of strings .* not list_iterator"),
+    ([REF], None, "hyps must be a list of strings .* not NoneType"),
+    ([REF, 3], [HYP, "x"], r"refs\[1\] is not a string: 3"),
+])
+def test_other_metric_inputs_are_one_line_errors(function, refs, hyps, problem):
+    with pytest.raises(ConfigError, match=problem) as info:
+        function(refs, hyps)
+    one_line(info.value)
