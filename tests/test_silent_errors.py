@@ -2,6 +2,7 @@
 right number (checked against jiwer, sacrebleu or a hand count) or one line naming what is wrong."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import jiwer
@@ -12,7 +13,7 @@ import sacrebleu
 import rescorer
 from rescorer import Hypothesis, NBest, NBestFormatError, Utterance, read_nbest, write_nbest
 from rescorer.combine import Column, Features
-from rescorer.combine.interpolate import WORD_COUNT_COLUMN
+from rescorer.combine.interpolate import WORD_COUNT_COLUMN, totals
 from rescorer.errors import ConfigError
 from rescorer.io import fairseq, moses, nemo
 from rescorer.pipeline import score_nbest, write_1best
@@ -178,3 +179,52 @@ def test_other_metric_inputs_are_one_line_errors(function, refs, hyps, problem):
     with pytest.raises(ConfigError, match=problem) as info:
         function(refs, hyps)
     one_line(info.value)
+
+
+# ---------------------------------------------------------------- totals that overflow
+HUGE = 1e308
+OVERFLOWING = [  # (text, {score, c1, c2}) per hypothesis, toolkit order; c1 and c2 are tuned at weight 2
+    [("b0", [-1.0, 0.0, 0.0]), ("a0", [0.0, HUGE, -HUGE])],   # a0: 2e308 - 2e308 = 0 > -1: a0 wins (not NaN)
+    [("c1", [-1.0, -HUGE, 0.0]), ("d1", [-2.0, 0.0, 0.0])],   # c1: -1 - 2e308 = -inf, sorts last: d1 wins
+    [("e2", [0.0, 0.0, 0.0]), ("f2", [-1.0, 0.0, 0.0])],      # no change
+]
+AT_TWO = {"c1": {"range": [2, 2], "step": 1}, "c2": {"range": [2, 2], "step": 1}}
+
+
+def overflowing_list(rows) -> NBest:
+    utterances = []
+    for u, hyps in enumerate(rows):
+        best_text = hyps[1][0] if u < 2 else hyps[0][0]
+        utterances.append(Utterance(f"u{u}", tuple(Hypothesis(text, dict(zip(("score", "c1", "c2"), values)))
+                                                   for text, values in hyps), ref=best_text))
+    return NBest(tuple(utterances), fmt="jsonl", source="overflow.jsonl")
+
+
+def test_report_and_written_1best_agree_when_totals_overflow(tmp_path):
+    nbest = overflowing_list(OVERFLOWING)
+    result = rescorer.rescore(nbest, columns=AT_TWO, bootstrap=1000, out_dir=tmp_path / "run")
+    best = [line.split(" ", 1)[1] for line in (tmp_path / "run" / "dev" / "1best.txt").read_text().splitlines()]
+    before = [u.hyps[0].text for u in nbest]
+    assert best == ["a0", "d1", "e2"]  # by hand, from the comments above
+    assert result.report["sets"]["dev"]["changed_1best"] == sum(a != b for a, b in zip(before, best)) == 2
+    reread = read_nbest(tmp_path / "run" / "dev.jsonl")
+    assert [[h.scores["rescore"] for h in u.hyps] for u in reread] == [[0.0, -1.0], [-2.0, -math.inf], [0.0, -1.0]]
+
+
+def test_a_total_beyond_the_float_range_is_refused():
+    rows = [[("b0", [-1.0, HUGE, 0.0]), ("a0", [0.0, 0.0, 0.0])]]
+    nbest = overflowing_list(rows)
+    features = Features.of(nbest, Column("score"), [Column("c1"), Column("c2")])
+    with pytest.raises(ConfigError, match=r"total of hypothesis 1 of utterance 1 is \+inf: column 'c1' is 1e\+308 "
+                                          "under weight 2") as info:
+        totals(features, np.array([2.0, 2.0]))
+    one_line(info.value)
+    assert totals(features, np.array([0.5, 2.0])).tolist() == [[HUGE / 2 - 1.0, 0.0]]
+
+
+def test_a_nan_lm_score_sorts_last_unless_its_weight_is_zero():
+    nbest = overflowing_list([[("b0", [-1.0, 0.0, 0.0]), ("a0", [0.0, 0.0, 0.0])]])
+    lm = {"c1": np.array([0.0, math.nan])}
+    features = Features.of(nbest, Column("score"), [Column("c1"), Column("c2")], flat_columns=lm)
+    assert totals(features, np.array([1.0, 0.0])).tolist() == [[-1.0, -math.inf]]
+    assert totals(features, np.array([0.0, 0.0])).tolist() == [[-1.0, 0.0]]
