@@ -2,7 +2,9 @@
 right number (checked against jiwer, sacrebleu or a hand count) or one line naming what is wrong."""
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import jiwer
@@ -15,7 +17,7 @@ from rescorer import Hypothesis, NBest, NBestFormatError, Utterance, read_nbest,
 from rescorer.combine import Column, Features
 from rescorer.combine.interpolate import WORD_COUNT_COLUMN, totals
 from rescorer.errors import ConfigError
-from rescorer.io import fairseq, moses, nemo
+from rescorer.io import fairseq, moses, natural_base, nemo
 from rescorer.pipeline import score_nbest, write_1best
 
 
@@ -228,3 +230,55 @@ def test_a_nan_lm_score_sorts_last_unless_its_weight_is_zero():
     features = Features.of(nbest, Column("score"), [Column("c1"), Column("c2")], flat_columns=lm)
     assert totals(features, np.array([1.0, 0.0])).tolist() == [[-1.0, -math.inf]]
     assert totals(features, np.array([0.0, 0.0])).tolist() == [[-1.0, 0.0]]
+
+
+# ---------------------------------------------------------------- every per-hypothesis score list of HyPoradise
+HP_SCORE = json.dumps([{"input": ["a b", "a c", "d"], "output": "a b", "score": [-1.5, -2, -4.25], "lengths": [2, 2]},
+                       {"input": ["e"], "output": "e f", "score": [-0.5], "instruction": "fix it"}], indent=2) + "\n"
+HP_TWO = json.dumps([{"input": ["a b", "a c"], "output": "a c", "am_score": [-1.5, -2], "lm_score": [-9, -3.5]},
+                     {"input": ["e", "f"], "output": "e", "lm_score": [-1, "-inf"], "am_score": [-0.5, -0.75]}],
+                    indent=2) + "\n"
+
+
+def test_hyporadise_score_list_is_a_column(tmp_path):
+    (tmp_path / "hp.json").write_text(HP_SCORE)
+    nbest = read_nbest(tmp_path / "hp.json")
+    assert nbest.fmt == "hyporadise" and nbest.columns == ["score"]  # "lengths" is not one per hypothesis
+    assert [[h.scores for h in u.hyps] for u in nbest] == [[{"score": -1.5}, {"score": -2.0}, {"score": -4.25}],
+                                                           [{"score": -0.5}]]
+    assert natural_base(nbest) == "score"
+
+
+def test_hyporadise_two_score_lists_are_two_columns(tmp_path):
+    (tmp_path / "hp.json").write_text(HP_TWO)
+    nbest = read_nbest(tmp_path / "hp.json")
+    assert nbest.columns == ["am_score", "lm_score"]
+    assert [[h.scores for h in u.hyps] for u in nbest] == [
+        [{"am_score": -1.5, "lm_score": -9.0}, {"am_score": -2.0, "lm_score": -3.5}],
+        [{"am_score": -0.5, "lm_score": -1.0}, {"am_score": -0.75, "lm_score": -math.inf}]]
+    best_by_lm = [max(u.hyps, key=lambda h: h.scores["lm_score"]).text for u in nbest]
+    assert best_by_lm == ["a c", "e"]
+    assert rescorer.wer(nbest.refs(), best_by_lm) == jiwer.wer(["a c", "e"], ["a c", "e"]) == 0
+
+
+@pytest.mark.parametrize("text", [HP_SCORE, HP_TWO], ids=["score", "two-lists"])
+def test_hyporadise_score_lists_are_written_back_in_place_and_follow_their_hypotheses(tmp_path, text):
+    (tmp_path / "hp.json").write_text(text)
+    nbest = read_nbest(tmp_path / "hp.json")
+    write_nbest(nbest, tmp_path / "same.json")
+    assert (tmp_path / "same.json").read_text() == text
+    write_nbest(nbest.with_utterances([replace(u, hyps=u.hyps[::-1]) for u in nbest]), tmp_path / "flipped.json")
+    before, after = json.loads(text), json.loads((tmp_path / "flipped.json").read_text())
+    for old, new in zip(before, after):
+        assert list(new) == list(old)
+        for key, value in old.items():
+            one_per_hypothesis = isinstance(value, list) and len(value) == len(old["input"])
+            assert new[key] == (value[::-1] if one_per_hypothesis else value), key
+
+
+def test_hyporadise_score_list_of_the_wrong_length_names_the_record(tmp_path):
+    (tmp_path / "hp.json").write_text(lines("[", '{"input": ["a", "b"], "output": "a", "score": [-1, -2]},',
+                                            '{"input": ["c", "d"], "output": "c", "score": [-1]}', "]"))
+    with pytest.raises(NBestFormatError, match=r"hp.json:3: score field 'score' must be a list of 2 numbers") as info:
+        read_nbest(tmp_path / "hp.json")
+    one_line(info.value)

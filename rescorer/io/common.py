@@ -99,6 +99,11 @@ def parse_score(value: str, path: str | os.PathLike, line: int | None, column: s
     return number
 
 
+def is_number_text(value: str) -> bool:
+    """Whether :func:`parse_score` reads ``value`` as a number (NaN and +inf included, which it then refuses)."""
+    return bool(_NUMBER.match(value))
+
+
 def format_number(value: float) -> str:
     """Shortest text that reads back to exactly ``value``."""
     return repr(float(value))

@@ -24,7 +24,8 @@ What each target keeps of a list read from another format (ids and texts always)
 - ``nemo``: the overall column as ``score``; ids and references only through the manifest.
 - ``mlm-scoring``: the overall column as ``score``, references; read back in sorted id order.
 - ``hyporadise``: the column ``am_score`` (``score_column=``, else ``am_score``, else the overall column) as
-  ``am_score``, references; ids as ``id`` where they are not the record index.
+  ``am_score``, references; ids as ``id`` where they are not the record index. A list read from HyPoradise also
+  keeps its other score lists (``score``, …), each from the column of its name.
 - ``fields``: the mapping's score fields (default: every column), references, ids (``rescorer/io/records.py``);
   one record per hypothesis cannot hold an utterance without hypotheses.
 
