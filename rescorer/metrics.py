@@ -235,17 +235,32 @@ class NBestStats:
         return ranks
 
 
+def sentence_lists(refs: Sequence[str] | str, hyps: Sequence[str] | str) -> tuple[list[str], list[str]]:
+    """What a metric function scores: two strings are one sentence pair; else two lists (or tuples) of strings.
+    Anything else (one string beside a list, a generator, a number) is a ConfigError."""
+    if isinstance(refs, str) and isinstance(hyps, str):
+        return [refs], [hyps]
+    for name, texts in (("refs", refs), ("hyps", hyps)):
+        if not isinstance(texts, (list, tuple)):
+            raise ConfigError(f"{name} must be a list of strings (or, with a string beside it, one string), "
+                              f"not {type(texts).__name__}")
+        bad = next((k for k, text in enumerate(texts) if not isinstance(text, str)), None)
+        if bad is not None:
+            raise ConfigError(f"{name}[{bad}] is not a string: {texts[bad]!r}")
+    return list(refs), list(hyps)
+
+
 def wer(refs: Sequence[str] | str, hyps: Sequence[str] | str, transform: str = "default") -> float:
-    """Corpus WER (a fraction, like ``jiwer.wer``) of ``hyps`` against ``refs``."""
-    refs, hyps = ([refs], [hyps]) if isinstance(refs, str) else (refs, hyps)
+    """Corpus WER (a fraction, like ``jiwer.wer``) of ``hyps`` against ``refs`` (two strings: one sentence)."""
     metric = WER(transform)
-    return float(metric.from_stats(metric.segment_stats(refs, hyps).sum(0)))
+    return float(metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
 
 
-def bleu(refs: Sequence[str], hyps: Sequence[str], **options) -> float:
-    """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``."""
+def bleu(refs: Sequence[str] | str, hyps: Sequence[str] | str, **options) -> float:
+    """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``
+    (two strings: one sentence)."""
     metric = BLEUMetric(**options)
-    return float(metric.from_stats(metric.segment_stats(refs, hyps).sum(0)))
+    return float(metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
 
 
 @dataclass(frozen=True)

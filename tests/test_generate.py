@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -126,3 +127,75 @@ def test_recipe_script_writes_a_list_rescorer_reads(marian, whisper, tmp_path):
         assert [u.id for u in nbest] == ids and {len(u.hyps) for u in nbest} == {3}
         assert nbest.columns == ["score", "logprob"]
         assert all(u.hyps[0].scores["score"] >= u.hyps[-1].scores["score"] for u in nbest)
+
+
+# ---------------------------------------------------------------- inconsistent generate output is one clear error
+@pytest.fixture(scope="module")
+def marian_beams(marian):
+    tokenizer, model = tf.MarianTokenizer.from_pretrained(marian), tf.MarianMTModel.from_pretrained(marian).eval()
+    return tokenizer, model, beam(model, **tokenizer(SOURCES, return_tensors="pt", padding=True))
+
+
+def edited(outputs, **changes):
+    """A copy of generate's output with some tensors replaced (the others cloned)."""
+    fields = {name: getattr(outputs, name) for name in ("sequences", "sequences_scores", "scores", "beam_indices")}
+    fields = {name: value if name == "scores" else value.clone() for name, value in fields.items()}
+    return SimpleNamespace(**{**fields, **changes})
+
+
+def test_one_beam_index_past_the_score_rows_is_refused_not_read_as_whisper(marian_beams):
+    tokenizer, model, outputs = marian_beams
+    beams = outputs.beam_indices.clone()
+    rows = outputs.scores[0].shape[0]
+    beams[1, 0] = rows + 87
+    with pytest.raises(rescorer.ConfigError, match=rf"beam_indices\[1\]\[0\] is {rows + 87}, past the {rows} score "
+                                                   "rows") as info:
+        nbest_from_generate(edited(outputs, beam_indices=beams), tokenizer, K)
+    assert "\n" not in str(info.value)
+    sums = model.compute_transition_scores(outputs.sequences, outputs.scores, outputs.beam_indices).sum(-1)
+    untouched = nbest_from_generate(edited(outputs), tokenizer, K)
+    np.testing.assert_allclose([h.scores["logprob"] for u in untouched for h in u.hyps], sums.tolist(), atol=1e-5)
+
+
+def test_a_negative_beam_index_inside_a_path_is_refused(marian_beams):
+    tokenizer, _, outputs = marian_beams
+    beams = outputs.beam_indices.clone()
+    beams[0, 0] = -2
+    with pytest.raises(rescorer.ConfigError, match=r"beam_indices\[0\] holds a negative index"):
+        nbest_from_generate(edited(outputs, beam_indices=beams), tokenizer, K)
+
+
+def test_sequences_shorter_than_the_score_steps_are_refused(marian_beams):
+    tokenizer, _, outputs = marian_beams
+    steps = len(outputs.scores)
+    with pytest.raises(rescorer.ConfigError, match=rf"{steps} generated steps, but {steps} score steps and "
+                                                   "sequences of 3 tokens"):
+        nbest_from_generate(edited(outputs, sequences=outputs.sequences[:, :3].clone()), tokenizer, K)
+
+
+def test_a_token_outside_the_vocabulary_is_refused(marian_beams):
+    tokenizer, _, outputs = marian_beams
+    sequences = outputs.sequences.clone()
+    vocab = outputs.scores[0].shape[-1]
+    sequences[2, -1] = vocab + 3
+    with pytest.raises(rescorer.ConfigError, match=rf"sequence 2 has token {vocab + 3} at step"):
+        nbest_from_generate(edited(outputs, sequences=sequences), tokenizer, K)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_nan_or_infinite_sequence_score_is_refused(marian_beams, bad):
+    tokenizer, _, outputs = marian_beams
+    scores = outputs.sequences_scores.clone()
+    scores[5] = bad
+    with pytest.raises(rescorer.ConfigError, match=rf"score \(sequences_scores\) of sequence 5 is {bad}"):
+        nbest_from_generate(edited(outputs, sequences_scores=scores), tokenizer, K)
+
+
+def test_a_minus_infinite_sequence_score_is_kept_and_reads_back(marian_beams, tmp_path):
+    tokenizer, _, outputs = marian_beams
+    scores = outputs.sequences_scores.clone()
+    scores[5] = -float("inf")
+    nbest = nbest_from_generate(edited(outputs, sequences_scores=scores), tokenizer, K)
+    rescorer.write_nbest(nbest, tmp_path / "nbest.jsonl")
+    back = rescorer.read_nbest(tmp_path / "nbest.jsonl")
+    assert [h.scores["score"] for u in back for h in u.hyps] == pytest.approx(scores.tolist())

@@ -98,8 +98,15 @@ class Features:
 
 
 def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores."""
+    """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores. The
+    word count's name is reserved: an input or LM column of that name is refused, not shadowed."""
     if name == WORD_COUNT_COLUMN:
+        holder = next((u for u in nbest for h in u.hyps if name in h.scores), None)
+        if holder is not None or name in flat_columns:
+            what, fix = (f"{holder.origin or nbest.source}: input score column", "rename it in the file") \
+                if holder is not None else (f"{nbest.source}: scorer", "give the scorer another name")
+            raise ConfigError(f"{what} {name!r} clashes with the built-in word count {name!r} (its weight is the "
+                              f"word bonus); {fix}")
         return words
     if name in flat_columns:
         values = np.asarray(flat_columns[name], dtype=float)
@@ -118,17 +125,47 @@ def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str,
 def totals(features: Features, weights: np.ndarray) -> np.ndarray:
     """Totals ``[..., U, N]`` for weight rows ``[..., K-1]`` (the base column has weight 1); invalid slots are −inf.
 
-    A weight of 0 means the column is absent (0 · −inf counts as 0, not NaN). A −inf value (an impossible
-    hypothesis: readers refuse NaN and +inf) under a non-zero weight makes the total −inf: it sorts last."""
+    A weight of 0 means the column is absent (0 · −inf counts as 0, not NaN). A −inf or NaN value (an impossible
+    hypothesis; readers refuse NaN, an LM may still give one) under a non-zero weight makes the total −inf: it
+    sorts last. Finite values are summed without overflowing on the way, so only a total beyond the float range
+    is infinite: −inf sorts last, +inf (as from a +inf value) is refused. No total is ever NaN."""
     weights = np.asarray(weights, dtype=float)
     full = np.concatenate([np.ones(weights.shape[:-1] + (1,)), weights], axis=-1)
     values = features.values
-    impossible = np.isneginf(values)
-    if not impossible.any():
-        return np.where(features.valid, np.einsum("unk,...k->...un", values, full), -np.inf)
-    out = np.einsum("unk,...k->...un", np.where(impossible, 0.0, values), full)
-    hit = np.einsum("unk,...k->...un", impossible * 1.0, (full != 0) * 1.0) > 0
-    return np.where(features.valid & ~hit, out, -np.inf)
+    if np.isfinite(values).all():
+        sums, overflowed = _weighted_sums(values, full)
+        out = np.where(features.valid, sums, -np.inf)
+        return _refuse_positive_infinity(features, full, out) if overflowed else out
+    used = (full != 0) * 1.0
+    impossible = np.einsum("unk,...k->...un", (np.isneginf(values) | np.isnan(values)) * 1.0, used) > 0
+    too_large = np.einsum("unk,...k->...un", np.isposinf(values) * 1.0, used) > 0
+    sums, _ = _weighted_sums(np.where(np.isfinite(values), values, 0.0), full)
+    out = np.where(features.valid & ~impossible, np.where(too_large, np.inf, sums), -np.inf)
+    return _refuse_positive_infinity(features, full, out)
+
+
+def _weighted_sums(values: np.ndarray, full: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Σ_k w_k · v_k of finite values, and whether a sum overflowed: then all are summed again at a scale where no
+    partial sum can, so that only a total beyond the float range is ±inf."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.einsum("unk,...k->...un", values, full)
+        if np.isfinite(out).all():
+            return out, False
+        shift = np.asarray(np.frexp(np.abs(full).sum(-1))[1])  # 2**shift > Σ|w|: no scaled sum exceeds max|v|
+        scaled = np.einsum("unk,...k->...un", values, np.ldexp(full, -shift[..., None]))
+        return np.ldexp(scaled, shift[..., None, None]), True
+
+
+def _refuse_positive_infinity(features: Features, full: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out``, unless a total is +inf: no file can hold it and it would outrank every finite one."""
+    if not np.isposinf(out).any():
+        return out
+    *row, u, n = np.argwhere(np.isposinf(out))[0]
+    weights = full[tuple(row)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = int(np.nanargmax(np.abs(weights * features.values[u, n])))  # the largest term (0 · inf is no term)
+    raise ConfigError(f"the total of hypothesis {n + 1} of utterance {u + 1} is +inf: column {features.names[k]!r} "
+                      f"is {features.values[u, n, k]:g} under weight {weights[k]:g}, too large to combine; rescale it")
 
 
 def best_ranks(features: Features, weights: np.ndarray) -> np.ndarray:

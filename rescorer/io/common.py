@@ -129,6 +129,11 @@ def parse_score(value: str, path: str | os.PathLike, line: int | None, column: s
     return number
 
 
+def is_number_text(value: str) -> bool:
+    """Whether :func:`parse_score` reads ``value`` as a number (NaN and +inf included, which it then refuses)."""
+    return bool(_NUMBER.match(value))
+
+
 def format_number(value: float) -> str:
     """Shortest text that reads back to exactly ``value``."""
     return repr(float(value))
@@ -174,9 +179,25 @@ def read_at(origin: str) -> tuple[str, int | None]:
     return where, int(line) if line.isdigit() else None
 
 
+LINE_BREAKS = "\n\r"  # what no line of a line-based file can hold: readers split on "\n" and drop a final "\r"
+
+
+def check_line_text(text: str, path: str | os.PathLike, line: int | None = None) -> str:
+    """``text`` if one line can hold it (no "\\n" or "\\r" in it), else a one-line error naming the line."""
+    if any(c in text for c in LINE_BREAKS):
+        raise NBestFormatError(path, line, "text holds a line break, which one line of this file cannot hold", text)
+    return text
+
+
+def text_lines(lines: Iterable[str], path: str | os.PathLike) -> str:
+    """The body of a line-based file: every line checked by :func:`check_line_text`, each ended by "\\n"."""
+    return "".join(f"{check_line_text(line, path, number)}\n" for number, line in enumerate(lines, 1))
+
+
 def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
-    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id checked first."""
-    return "".join(f"{check_line_id(key, path)} {value}\n" for key, value in rows)
+    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id and text checked."""
+    return "".join(f"{check_line_id(key, path)} {check_line_text(value, path, number)}\n"
+                   for number, (key, value) in enumerate(rows, 1))
 
 
 _UMASK_LOCK = threading.Lock()

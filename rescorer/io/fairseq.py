@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import parse_score, read_lines, write_text
+from .common import parse_score, read_lines, text_lines, write_text
 from .target import Target
 
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
@@ -100,4 +100,4 @@ def write(nbest: NBest, path: str | Path, score_column: str | None = None) -> No
                 out.append(f"D-{sid}\t{score}\t{hyp.text}")
             if "P" in target.meta(hyp.meta):
                 out.append(f"P-{sid}\t{hyp.meta['P']}")
-    write_text(path, "".join(f"{line}\n" for line in out))
+    write_text(path, text_lines(out, path))

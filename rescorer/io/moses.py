@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import parse_score, read_lines, write_text
+from .common import parse_score, read_lines, text_lines, write_text
 from .target import Target
 
 SEP = "|||"
@@ -164,4 +164,4 @@ def write(nbest: NBest, path: str | Path, style: str = "moses", score_column: st
         fields += [_feature_field(features, labels, glued=style == "marian"), total]
         fields += [meta["after"]] if "after" in meta else []
         lines.append(f" {SEP} ".join(fields))
-    write_text(path, "".join(f"{line}\n" for line in lines))
+    write_text(path, text_lines(lines, path))

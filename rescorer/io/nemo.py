@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import load_json, parse_score, read_lines, write_text
+from .common import load_json, parse_score, read_lines, text_lines, write_text
 from .target import Target, check_stem_id
 
 
@@ -86,7 +86,7 @@ def write(nbest: NBest, path: str | Path, manifest: str | Path | None = None, sc
             check_stem_id(utt.id, manifest)
     target = Target.of(nbest, "nemo", path, score_column)
     lines = [f"{h.text}\t{target.value(u, h, target.overall(u, h))}" for u in nbest for h in u.hyps]
-    write_text(path, "".join(f"{line}\n" for line in lines))
+    write_text(path, text_lines(lines, path))
     if manifest is not None:
         rows = [json.dumps({"audio_filepath": f"{u.id}.wav", "text": u.ref or ""}, ensure_ascii=False) for u in nbest]
-        write_text(manifest, "".join(f"{row}\n" for row in rows))
+        write_text(manifest, text_lines(rows, manifest))

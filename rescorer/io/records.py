@@ -8,8 +8,9 @@ A :class:`Fields` mapping says which field holds the id, the hypotheses, the ref
   hypotheses (0- or 1-based), ``id`` groups them (required), each score field is one number.
 
 HyPoradise (``fmt=hyporadise``) is the first kind in a JSON list: ``input`` (hypotheses), ``output`` (reference),
-optional ``am_score`` (a column) and ``id``. Fields the mapping does not name (HyPoradise's ``instruction``, …) are
-kept and written back in place; so is the file's JSON layout (indentation, ASCII escapes).
+optional ``am_score`` and ``id``; ``am_score`` and every other field holding a list of numbers as long as ``input``
+(``score``, …) is a column under its own name. Fields the mapping does not name (HyPoradise's ``instruction``, …)
+are kept and written back in place; so is the file's JSON layout (indentation, ASCII escapes).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
-from .common import load_json, parse_score, read_text, split_lines
+from .common import is_number_text, load_json, parse_score, read_text, split_lines
 
 CONTAINERS = ("auto", "json", "jsonl", "csv", "tsv")
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
@@ -240,7 +241,12 @@ def read_fields(path: str | Path, fields: Mapping[str, Any] | Fields | None = No
     """Read ``path`` through the field mapping ``fields`` (module docstring)."""
     path = Path(path)
     spec = Fields.of(fields)
-    container, rows, layout = load_records(path, spec.container)
+    return records_nbest(path, spec, *load_records(path, spec.container), fmt)
+
+
+def records_nbest(path: Path, spec: Fields, container: str, rows: list[tuple[int, Any]], layout: dict[str, Any],
+                  fmt: str) -> NBest:
+    """The N-best list of the records ``rows`` of ``path``, read through ``spec``."""
     if spec.rank is None:
         utterances, base = [utterance_of(record, k, spec, path, line) for k, (line, record) in enumerate(rows)], 1
     else:
@@ -258,8 +264,37 @@ def read_fields(path: str | Path, fields: Mapping[str, Any] | Fields | None = No
 
 
 def read_hyporadise(path: str | Path) -> NBest:
-    """HyPoradise JSON: a list of ``{"input": [hypotheses], "output": reference, "am_score"?: [...], "id"?: ...}``."""
-    return read_fields(path, HYPORADISE, fmt="hyporadise")
+    """HyPoradise JSON: a list of ``{"input": [hypotheses], "output": reference, "am_score"?: [...], "id"?: ...}``;
+    every list of numbers beside ``input`` is a column (:func:`score_lists`)."""
+    path = Path(path)
+    container, rows, layout = load_records(path, HYPORADISE.container)
+    spec = replace(HYPORADISE, scores=score_lists(rows, HYPORADISE))
+    return records_nbest(path, spec, container, rows, layout, "hyporadise")
+
+
+def score_lists(rows: list[tuple[int, Any]], spec: Fields) -> tuple[str, ...]:
+    """``spec.scores``, then every field no mapping names that holds, in some record, a list of numbers (or nulls)
+    one per hypothesis, in order of first appearance: no per-hypothesis score is left behind."""
+    named = {spec.hyps, spec.ref, spec.id, spec.rank}
+    found = dict.fromkeys(spec.scores)
+    for _, record in rows:
+        hyps = record.get(spec.hyps) if isinstance(record, dict) else None
+        if isinstance(hyps, list) and hyps:
+            found.update(dict.fromkeys(key for key, value in record.items()
+                                       if key not in named and _is_score_list(value, len(hyps))))
+    return tuple(found)
+
+
+def _is_score_list(value: Any, length: int) -> bool:
+    """A list of ``length`` numbers (JSON numbers or number texts such as "-inf"; nulls for missing ones)."""
+    return (isinstance(value, list) and len(value) == length and any(item is not None for item in value)
+            and all(item is None or _is_number(item) for item in value))
+
+
+def _is_number(item: Any) -> bool:
+    if isinstance(item, str):
+        return is_number_text(item)
+    return isinstance(item, (int, float)) and not isinstance(item, bool)
 
 
 def looks_like_hyporadise(text: str) -> bool:

@@ -32,8 +32,14 @@ class Plan:
             SUFFIXES.get(path.suffix.lower(), "jsonl"))
         columns = set(nbest.columns)
         self.columns = {}
-        for name in spec.scores:  # HyPoradise's am_score: `score_column`, else am_score, else the overall score
-            wanted = [score_column] if score_column else [name, *(("score", "total") if fmt == "hyporadise" else ())]
+        for k, name in enumerate(spec.scores):
+            if fmt != "hyporadise":
+                wanted = [score_column or name]
+            elif k == 0:  # am_score: `score_column`, else am_score, else an overall score no other field holds
+                overall = [c for c in ("score", "total") if c not in spec.scores]
+                wanted = [score_column] if score_column else [name, *overall]
+            else:  # the file's other score lists: each its own column
+                wanted = [name]
             self.columns[name] = next((c for c in wanted if c in columns), None)
         self.base = int(nbest.meta.get("rank_base", "1")) if self.native else 1
 
@@ -151,5 +157,7 @@ def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fie
 
 
 def write_hyporadise(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
-    """HyPoradise JSON; ``am_score`` from ``score_column``, else the column ``am_score``, else ``score``/``total``."""
-    write_fields(nbest, path, HYPORADISE, score_column, fmt="hyporadise")
+    """HyPoradise JSON; ``am_score`` from ``score_column``, else the column ``am_score``, else ``score``/``total``;
+    a list read from HyPoradise also gets back its other score lists, each from its own column."""
+    stored = nbest.meta.get("fields") if native_format(nbest) == "hyporadise" else None
+    write_fields(nbest, path, Fields.of(json.loads(stored)) if stored else HYPORADISE, score_column, fmt="hyporadise")

@@ -16,8 +16,16 @@ REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
 LINE_NUMBER_IDS = frozenset({"moses", "marian", "fairseq"})
 
 
+def reference_keys(rid: str) -> list[str]:
+    """The utterance ids a reference id answers to: itself, then each of its ``-``-suffixes, longest first
+    (sclite's ``spk-utt`` and ``spk-chapter-utt`` ids answer to ``utt``)."""
+    parts = rid.split("-")
+    return [key for cut in range(len(parts)) if (key := "-".join(parts[cut:]))]
+
+
 def read_refs(path: str | Path, fmt: str = "auto", ids: set[str] | None = None) -> tuple[str, list[tuple[str | None, str, int]]]:
-    """→ (format, [(id or None, text, line)]). ``ids`` decides between Kaldi ``text`` and plain lines."""
+    """→ (format, [(id or None, text, line)]). ``ids`` decides between Kaldi ``text`` and plain lines
+    (:func:`has_ids`)."""
     path = Path(path)
     if fmt not in REF_FORMATS:
         raise NBestFormatError(path, None, f"unknown reference format (choose from {', '.join(REF_FORMATS)})", fmt)
@@ -55,15 +63,25 @@ def _detect(path: Path, lines: list[str], ids: set[str]) -> str:
         return "trn"
     if path.suffix in (".json", ".jsonl") or sample and sample[0].lstrip().startswith("{"):
         return "manifest"
-    if ids and sample and 2 * sum(split_key(line)[0] in ids for line in sample) >= len(sample):
-        return "kaldi"
-    return "lines"
+    return "kaldi" if has_ids(lines, ids) else "lines"
+
+
+def has_ids(lines: list[str], ids: set[str]) -> bool:
+    """Whether the lines are ``id text``: their first words answer to utterance ids (:func:`reference_keys`) on at
+    least half of the lines, or on any line through an id that is not a plain number (a sentence may start with
+    "3", never with "utt3"). Then every id must match, and none is read as part of a reference."""
+    keys = [split_key(line)[0] for line in lines if line.strip()]
+    matched = [next((k for k in reference_keys(key) if k in ids), None) for key in keys]
+    found = [uid for uid in matched if uid is not None]
+    return bool(keys) and (2 * len(found) >= len(keys) or any(not uid.isdigit() for uid in found))
 
 
 def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
     """Give every utterance its reference; unmatched hypotheses or references are errors.
 
-    Plain reference lines attach by position, except to Moses, Marian and fairseq lists, whose ids are
+    References with ids (``.trn``, Kaldi ``text``: any file whose lines start with utterance ids, :func:`has_ids`)
+    attach by id, a reference id also answering to its ``-``-suffixes (:func:`reference_keys`). Plain reference
+    lines attach by position, except to Moses, Marian and fairseq lists, whose ids are
     0-based input line numbers: line *i* (0-based) is the reference of sentence id *i*, whatever the order
     of the sentences in the n-best file.
     """
@@ -106,9 +124,7 @@ def _match_ids(nbest: NBest, path: Path, rows: list[tuple[str, str, int]]) -> li
         by_id[rid] = (text, line)
     suffixes: dict[str, str | None] = {}
     for rid in by_id:
-        parts = rid.split("-")
-        for cut in range(1, len(parts)):
-            suffix = "-".join(parts[cut:])
+        for suffix in reference_keys(rid)[1:]:
             suffixes[suffix] = None if suffix in suffixes and suffixes[suffix] != rid else rid
     used: set[str] = set()
     refs = []

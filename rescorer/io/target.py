@@ -24,7 +24,8 @@ What each target keeps of a list read from another format (ids and texts always)
 - ``nemo``: the overall column as ``score``; ids and references only through the manifest.
 - ``mlm-scoring``: the overall column as ``score``, references; read back in sorted id order.
 - ``hyporadise``: the column ``am_score`` (``score_column=``, else ``am_score``, else the overall column) as
-  ``am_score``, references; ids as ``id`` where they are not the record index.
+  ``am_score``, references; ids as ``id`` where they are not the record index. A list read from HyPoradise also
+  keeps its other score lists (``score``, …), each from the column of its name.
 - ``fields``: the mapping's score fields (default: every column), references, ids (``rescorer/io/records.py``);
   one record per hypothesis cannot hold an utterance without hypotheses.
 
@@ -41,7 +42,7 @@ from typing import Callable, Mapping
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import format_number, line_id_problem, read_at
+from .common import LINE_BREAKS, format_number, line_id_problem, read_at
 
 NATIVE_KEY = "native_fmt"  # NBest.meta key: the format a JSONL file's raw values and meta were read from
 TOTAL_FIRST = ("moses", "marian")
@@ -154,8 +155,8 @@ ID_RULES: dict[str, Callable[[str, str], str | None]] = {  # the problem with an
     "marian": _integer_id(_DIGITS, "a non-negative integer"),
 }
 # Characters a line-based format cannot hold in a hypothesis text (or tokens, or a fairseq T line).
-TEXT_CHARS = {"espnet2": "\n\r", "kaldi": "\n\r", "fairseq": "\t\n\r", "moses": "\n\r", "marian": "\n\r",
-              "nemo": "\t\n\r"}
+TEXT_CHARS = {"espnet2": LINE_BREAKS, "kaldi": LINE_BREAKS, "fairseq": "\t" + LINE_BREAKS, "moses": LINE_BREAKS,
+              "marian": LINE_BREAKS, "nemo": "\t" + LINE_BREAKS}
 HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring", "hyporadise", "fields"}  # can hold an utterance without hypotheses
 _LABEL_CHARS = re.compile(r"[\s=:|]")
 

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Mapping
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
 from ..io import write_nbest
-from ..io.common import atomic_dir, id_lines, write_text
+from ..io.common import atomic_dir, id_lines, text_lines, write_text
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
@@ -126,8 +126,7 @@ def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
     best = nbest.select([0] * len(nbest))
     if with_ids:
         check_line_ids(nbest, path)
-    body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else "".join(
-        f"{text}\n" for text in best)
+    body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else text_lines(best, path)
     write_text(path, body)
 
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..engine import BoundScorer, ScoredTexts
+from ..errors import ConfigError
 from ..metrics import Perplexity
 from ..types import NBest
 
 
 def score_nbest(nbest: NBest, scorers: Mapping[str, BoundScorer]) -> tuple[NBest, dict[str, ScoredTexts]]:
     """``nbest`` with one column per scorer (its name) and each column's scores of every hypothesis in
-    ``nbest.texts()`` order (totals, per-token scores: their lengths are the penalties' token counts)."""
+    ``nbest.texts()`` order (totals, per-token scores: their lengths are the penalties' token counts). A scorer
+    named like one of the input's score columns is refused: its scores would replace the input's."""
+    taken = next((name for name in scorers if name in nbest.columns), None)
+    if taken is not None:
+        raise ConfigError(f"{nbest.source}: scorer {taken!r} would overwrite the input's score column {taken!r}; "
+                          "give the scorer another name")
     texts = nbest.texts()
     scored = {name: scorer.compute(texts) for name, scorer in scorers.items()}
     return nbest.with_columns({name: s.totals for name, s in scored.items()}), scored
