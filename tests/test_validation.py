@@ -2,9 +2,17 @@
 grids never leave their range, reports are always valid JSON, plots stay linear in the grid."""
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from rescorer.combine import Column
+
+from .conftest import DEMO, ROOT
 
 GRIDS = [  # (range, step, the weights searched)
     ((0, 0.5), 0.3, [0.0, 0.3]),
@@ -27,3 +35,81 @@ def test_a_weight_grid_stays_inside_its_range_and_reaches_hi_when_hi_is_on_it(bo
     column = Column("lm", range=bounds, step=step)
     assert column.grid.tolist() == expected
     assert column.size == len(expected)
+
+
+RESCORE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=15",
+           "++data.sets.test_clean.every=15", "task.bootstrap=50", "engine.progress=false"]
+CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
+THREE = "task.columns={ctc: {step: 0.5}, decoder: {step: 0.5}, lm: {step: 0.5}}"
+REFUSED = [  # (overrides, the words the one error line holds)
+    pytest.param([*RESCORE, "task.columns=[ctc]"], ["task.columns", "['ctc']"], id="columns as a list"),
+    pytest.param([*RESCORE, CTC, "task.columns=[ctc]"], ["task.columns=[ctc]", "merge"],
+                 id="columns as a list over a mapping"),
+    pytest.param(["task=evaluate", "task.name=rescore"], ["task.name='rescore'", "task=rescore"],
+                 id="task.name of another task"),
+    pytest.param(["task=evaluate", "hydra.run.dir=/proc/x"], ["hydra.run.dir=/proc/x"], id="run dir in /proc"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.start=40", "++data.sets.dev_other.stop=10"],
+                 ["data.sets.dev_other.stop=10", "start=40"], id="start after stop"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.start=100000"],
+                 ["data.sets.dev_other.start=100000", "past the last utterance"], id="start past the end"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.every=two"], ["data.sets.dev_other.every", "'two'"],
+                 id="every a word"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.every=1.5"], ["data.sets.dev_other.every", "1.5"],
+                 id="every a fraction"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.top=2.5"], ["data.sets.dev_other.top", "2.5"],
+                 id="top a fraction"),
+    pytest.param(["task=evaluate", "++data.sets.dev_other.stop=abc"], ["data.sets.dev_other.stop", "'abc'"],
+                 id="stop a word"),
+    pytest.param([*RESCORE, CTC, "search=robust", "search.level=1.5"], ["search.level", "(0, 1)", "1.5"],
+                 id="robust level above 1"),
+    pytest.param([*RESCORE, CTC, "search=robust", "search.samples=0"], ["search.samples", "≥ 1", "0"],
+                 id="no bootstrap samples"),
+    pytest.param([*RESCORE, THREE, "search.restarts=0"], ["search.restarts", "≥ 1"], id="no restarts"),
+    pytest.param([*RESCORE, CTC, "task.seed=abc"], ["task.seed", "'abc'"], id="seed a word"),
+    pytest.param([*RESCORE, CTC, "task.halves=-3"], ["task.halves", "≥ 0", "-3"], id="negative halves"),
+]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
+    return subprocess.run([sys.executable, "-m", "rescorer.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def digest(root: Path) -> dict[str, str]:
+    """Every file under ``root`` and its content hash."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def assert_refused(result: subprocess.CompletedProcess, expected: list[str]) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("rescorer: error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for words in expected:
+        assert words in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def demo_digest() -> dict[str, str]:
+    return digest(DEMO)
+
+
+@pytest.mark.parametrize("overrides, expected", REFUSED)
+def test_a_value_that_cannot_work_is_one_line_exit_2_and_touches_nothing(overrides, expected, demo_digest,
+                                                                            tmp_path):
+    result = run_cli(*overrides, f"out_dir={tmp_path}/out", f"engine.store={tmp_path}/s.sqlite", cwd=tmp_path)
+    assert_refused(result, expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert digest(DEMO) == demo_digest
+
+
+def test_a_config_dir_yaml_with_a_syntax_error_is_one_line_naming_the_file(tmp_path):
+    broken = tmp_path / "conf" / "data" / "broken.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("name: broken\nsets: [dev, {\n")
+    result = run_cli("--config-dir", str(tmp_path / "conf"), "data=broken", f"out_dir={tmp_path}/out", cwd=tmp_path)
+    assert_refused(result, [str(broken)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ..errors import ConfigError, check_known
+from ..errors import check_known
+from ..options import Option, checked
 from ..scorers import load_scorer as load_adapter
 from .bound import BoundScorer
 from .cores import apply_threads
@@ -32,11 +33,7 @@ class EngineSettings:
         """From an ``engine`` mapping; an unknown key or a value of the wrong kind is an error naming it."""
         options = dict(options or {})
         check_known("engine key", options, ENGINE_KEYS)
-        for key in ("budget", "threads"):
-            value = options.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"engine.{key} must be a positive integer or null, not {value!r}")
-        return cls(**options)
+        return cls(**checked("engine.", options, ENGINE_OPTIONS))
 
     def engine(self) -> Engine:
         """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count."""
@@ -52,6 +49,9 @@ class EngineSettings:
 
 
 ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
+ENGINE_OPTIONS = {"budget": Option("integer", low=1, null=True), "threads": Option("integer", low=1, null=True),
+                  "compile": Option("flag"), "progress": Option("flag", null=True), "store": Option("path", null=True),
+                  "scale": Option("mapping", null=True)}
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str, Any]]:

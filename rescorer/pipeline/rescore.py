@@ -15,11 +15,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..combine import Column, Features, SearchResult, search_weights, totals
+from ..combine.search import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
 from ..metrics import Metric, NBestStats, paired_bootstrap
+from ..options import RUN, checked
 from ..plots import weight_plot
 from ..report import write_report
 from ..types import NBest
@@ -64,10 +66,18 @@ def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, colu
     return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values), stats)
 
 
-def tune(dev: ScoredSet, columns: Sequence[Column], search: Mapping[str, Any] | None = None) -> SearchResult:
-    """The weights of ``columns`` that do best on ``dev`` (``search``: ``{name: fast|grid, …options}``)."""
+def search_rule(search: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The rule ``search`` names (``{name: fast|grid|robust, …options}``; None: fast) and its options, checked."""
+    if search is not None and not isinstance(search, Mapping):
+        raise ConfigError(f"search must be a mapping {{name: fast|grid|robust, …options}}, not {search!r}")
     options = dict(search or {"name": "fast"})
     method = options.pop("name", "fast")
+    return method, search_options(method, options)
+
+
+def tune(dev: ScoredSet, columns: Sequence[Column], search: Mapping[str, Any] | None = None) -> SearchResult:
+    """The weights of ``columns`` that do best on ``dev`` (``search``: ``{name: fast|grid|robust, …options}``)."""
+    method, options = search_rule(search)
     return search_weights(method, dev.nbest, dev.features, dev.stats, columns, **options)
 
 
@@ -146,7 +156,8 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
     also written under ``out_dir`` if given. ``base`` (weight 1) defaults to the column the format ranks by;
     ``auto`` penalties match LM columns to a per-token base; ``halves`` > 0 adds that many random half-splits of
     the tuning set comparing the fast and robust rules."""
-    check_sets(sets, bootstrap)
+    check_run(sets, bootstrap=bootstrap, seed=seed, halves=halves)
+    search_rule(search)
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
                      list(sets))
     base = base or Column(natural_base(sets[dev]))
@@ -174,7 +185,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
                 source: str | None = None) -> Rescored:
     """Score ``sets`` with ``scorers`` (those of ``tuned``), re-rank them with its weights and report: the metric
     where references exist, the counts and changed 1-bests everywhere."""
-    check_sets(sets, bootstrap)
+    check_run(sets, bootstrap=bootstrap, seed=seed)
     metric = tuned.make_metric()
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
@@ -188,9 +199,9 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     return finish(report, applied, metric, tuned, out_dir, title, None)
 
 
-def check_sets(sets: Mapping[str, NBest], bootstrap: int) -> None:
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
-        raise ConfigError(f"task.bootstrap must be a positive number of resamples, not {bootstrap!r}")
+def check_run(sets: Mapping[str, NBest], **options: Any) -> None:
+    """Refuse run ``options`` (:data:`RUN`) of the wrong kind or out of range, and sets without utterances."""
+    checked("", options, RUN)
     empty = [name for name, nbest in sets.items() if not len(nbest)]
     if empty:
         raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
