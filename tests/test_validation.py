@@ -3,14 +3,20 @@ grids never leave their range, reports are always valid JSON, plots stay linear 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rescorer.combine import Column
+import rescorer
+from rescorer import plots
+from rescorer.combine import Column, SearchResult
+from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
 
@@ -113,3 +119,32 @@ def test_a_config_dir_yaml_with_a_syntax_error_is_one_line_naming_the_file(tmp_p
     result = run_cli("--config-dir", str(tmp_path / "conf"), "data=broken", f"out_dir={tmp_path}/out", cwd=tmp_path)
     assert_refused(result, [str(broken)])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
+def test_a_million_setting_search_is_reported_without_a_plot_and_says_why(tmp_path):
+    sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
+            for name in ("dev_other", "test_clean")}
+    started = time.perf_counter()
+    result = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 1e-6}},
+                              bootstrap=50, out_dir=tmp_path / "out")
+    search = json.loads((tmp_path / "out" / "report.json").read_text())["search"]
+    assert search["settings"] == 1_000_001 and search["plot"] is None
+    assert "1,000,001 settings" in search["plot_note"] and result.report["search"] == search
+    assert not list((tmp_path / "out").glob("*.png")) and time.perf_counter() - started < 120
+
+
+@pytest.mark.parametrize("columns", [1, 2, 3])
+def test_a_weight_plot_of_the_largest_drawn_search_takes_seconds(columns, monkeypatch, tmp_path):
+    rng = np.random.default_rng(0)
+    side = round(plots.MAX_PLOTTED ** (1 / columns))
+    tried = np.stack(np.meshgrid(*[np.arange(side) / side] * columns), -1).reshape(-1, columns)
+    result = SearchResult({f"w{k}": 0.0 for k in range(columns)}, 0.1, "fast", len(tried), 0.0, tried,
+                          rng.random(len(tried)))
+    monkeypatch.setattr(plots, "save", lambda fig, path: fig)
+    started = time.perf_counter()
+    figure = plots.weight_plot(result, list(result.weights), make_metric("wer"), tmp_path / "w.png")
+    assert figure is not None and time.perf_counter() - started < 20
+    if columns != 2:
+        expected = [result.values[tried[:, 0] == x].min() * 100 for x in np.unique(tried[:, 0])[:5]]
+        np.testing.assert_allclose(figure.axes[0].lines[0].get_ydata()[:5], expected)
+    plots.pyplot().close(figure)

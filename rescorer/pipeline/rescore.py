@@ -22,7 +22,7 @@ from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
 from ..metrics import Metric, NBestStats, paired_bootstrap
 from ..options import RUN, checked
-from ..plots import weight_plot
+from ..plots import unplotted, weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
@@ -250,8 +250,9 @@ def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metri
             a.entry["outputs"] = write_rescored(a.nbest, out, name, metric)
         plot = None
         if result is not None:
-            plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.work / f"weights_{tuned.tuned_on}.png")
-            report["search"]["plot"] = out.shown(plot) if plot else None
+            names = [c.name for c in tuned.columns]
+            plot = weight_plot(result, names, metric, out.work / f"weights_{tuned.tuned_on}.png")
+            report["search"].update(plot=out.shown(plot) if plot else None, plot_note=unplotted(result, names))
         write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
         report["tuned_file"] = str(out.final / TUNED_FILE)
         report["html"] = str(out.final / "report.html")
@@ -294,7 +295,7 @@ def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Map
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
         "tuned_on": dev, "base": base.name, "weights": result.weights,
         "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": None,
+                   "dev": metric.scale * result.dev, "plot": None, "plot_note": None,
                    "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
         "signature": signature(metric, base, columns, result.weights, result.method),
