@@ -16,7 +16,9 @@ import pytest
 import rescorer
 from rescorer import plots
 from rescorer.combine import Column, SearchResult
+from rescorer.io.sets import NBestSet
 from rescorer.metrics import make_metric
+from rescorer.report import write_report
 
 from .conftest import DEMO, ROOT
 
@@ -148,3 +150,37 @@ def test_a_weight_plot_of_the_largest_drawn_search_takes_seconds(columns, monkey
         expected = [result.values[tried[:, 0] == x].min() * 100 for x in np.unique(tried[:, 0])[:5]]
         np.testing.assert_allclose(figure.axes[0].lines[0].get_ydata()[:5], expected)
     plots.pyplot().close(figure)
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as JSON, refusing the NaN and Infinity that Python's json module writes by default."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_report_with_nan_or_infinite_values_is_valid_json_naming_each_one(tmp_path, capsys):
+    report = {"sets": {"dev": {"wer": float("nan"), "ci": [np.float64(1.5), float("inf")]}},
+              "halves": {"fast": {"mean": np.float32("nan"), "deltas": [-float("inf")]}}, "count": np.int64(3)}
+    path = write_report(tmp_path, report, ["wer"], "title")
+    written = strict_json(path.read_text())
+    assert written["sets"] == {"dev": {"wer": None, "ci": [1.5, None]}} and written["count"] == 3
+    assert written["halves"] == {"fast": {"mean": None, "deltas": [None]}}
+    assert written["non_finite"] == {"sets.dev.wer": "nan", "sets.dev.ci[1]": "inf", "halves.fast.mean": "nan",
+                                     "halves.fast.deltas[0]": "-inf"}
+
+
+def test_a_finite_report_is_written_as_it_is(tmp_path, capsys):
+    report = {"sets": {"dev": {"wer": 12.5, "name": "dev", "ok": True, "none": None}}}
+    assert strict_json(write_report(tmp_path, report, ["wer"], "title").read_text()) == report
+
+
+def test_a_rescoring_run_with_halves_writes_strict_json(tmp_path):
+    sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
+            for name in ("dev_other", "test_clean")}
+    rescorer.pipeline.rescore_lists({name: NBestSet(**spec).read() for name, spec in sets.items()}, {},
+                                    make_metric("wer"), columns=[Column("ctc", step=0.5)], bootstrap=50, halves=2,
+                                    out_dir=tmp_path / "out")
+    halves = strict_json((tmp_path / "out" / "report.json").read_text())["halves"]
+    assert len(halves["fast"]["deltas"]) == 2 and isinstance(halves["robust"]["mean"], float)
