@@ -15,17 +15,9 @@ from rescorer.combine import Column
 from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 EXCERPT = {"every": 15, "top": 5}  # 20 utterances × 5 hypotheses per demo set
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory) -> Path:
-    from rescorer.devtools import build_model
-
-    from .models import demo_texts
-
-    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
 
 
 def demo_set(name: str) -> dict:

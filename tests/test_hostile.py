@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
@@ -192,7 +193,7 @@ def damaged_store(path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["damaged", "not a database", "under a file"])
-def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path):
+def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causal):
     store = tmp_path / "s.sqlite"
     if kind == "damaged":
         damaged_store(store)
@@ -201,7 +202,7 @@ def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path):
     else:
         (tmp_path / "afile").write_text("x")
         store = tmp_path / "afile" / "s.sqlite"
-    result = run(tmp_path, CTC, f"engine.store={store}")
+    result = run(tmp_path, "scorer=[ll]", f"model.causal.path={tiny_causal}", f"engine.store={store}")
     assert_one_line_exit_2(result, str(store))
     if kind != "under a file":
         assert "move it aside or delete it" in result.stderr

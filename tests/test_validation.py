@@ -21,6 +21,7 @@ from rescorer.metrics import make_metric
 from rescorer.report import write_report
 
 from .conftest import DEMO, ROOT
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 GRIDS = [  # (range, step, the weights searched)
     ((0, 0.5), 0.3, [0.0, 0.3]),
@@ -184,3 +185,23 @@ def test_a_rescoring_run_with_halves_writes_strict_json(tmp_path):
                                     out_dir=tmp_path / "out")
     halves = strict_json((tmp_path / "out" / "report.json").read_text())["halves"]
     assert len(halves["fast"]["deltas"]) == 2 and isinstance(halves["robust"]["mean"], float)
+
+
+@pytest.mark.parametrize("task", ["rescore", "evaluate"])
+def test_a_run_that_scores_nothing_never_opens_the_store(task, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    store = tmp_path / "afile" / "s.sqlite"  # cannot be created (read-only or not a directory alike)
+    overrides = [*RESCORE, CTC] if task == "rescore" else ["task=evaluate"]
+    result = run_cli(*overrides, f"out_dir={tmp_path}/out", f"engine.store={store}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert strict_json((tmp_path / "out" / "report.json").read_text())["task"] == task
+
+
+def test_the_store_opens_when_a_scorer_first_scores(tmp_path, tiny_causal):
+    path = tmp_path / "store" / "s.sqlite"
+    scorer = rescorer.load_scorer("ll", str(tiny_causal), store=str(path), progress=False)
+    assert not path.parent.exists()
+    scorer.score([])
+    assert not path.parent.exists()
+    first = scorer.score(["A CAT SAT"])
+    assert path.is_file() and scorer.engine.store.count() == 1 and scorer.score(["A CAT SAT"]) == first
