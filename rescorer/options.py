@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Mapping
 
-from .errors import ConfigError
+from .errors import ConfigError, short_repr
 
 KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
          "path": "a path", "flag": "true or false"}
@@ -31,7 +31,7 @@ class Option:
         if value is None and self.null:
             return value
         if not (self.holds_kind(value) and self.in_range(value)):
-            raise ConfigError(f"{key} must be {self.described}, not {value!r}")
+            raise ConfigError(f"{key} must be {self.described}, not {short_repr(value)}")
         return value
 
     def holds_kind(self, value: Any) -> bool:
@@ -76,6 +76,7 @@ def checked(prefix: str, values: Mapping[str, Any], options: Mapping[str, Option
     return dict(values)
 
 
+TEXT, PATH, MAPPING, FLAG = Option("text"), Option("path"), Option("mapping"), Option("flag")
 SEED = Option("integer", low=0)              # numpy's generators take no negative seed
 RESAMPLES = Option("integer", low=1)         # bootstrap resamples
 COUNT = Option("integer", low=0)             # how many of something, none allowed

@@ -103,7 +103,7 @@ def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_p
         rescorer.rescore(dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), {}, {"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="named 'dev'"):
         rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
-    with pytest.raises(rescorer.ConfigError, match="expected an NBest"):
+    with pytest.raises(rescorer.ConfigError, match="dev must be an NBest"):
         rescorer.rescore(42, {}, {})
     with pytest.raises(rescorer.ConfigError, match="unknown column ll key 'rnage', did you mean 'range'"):
         rescorer.rescore(dev, {}, {"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})

@@ -205,3 +205,79 @@ def test_the_store_opens_when_a_scorer_first_scores(tmp_path, tiny_causal):
     assert not path.parent.exists()
     first = scorer.score(["A CAT SAT"])
     assert path.is_file() and scorer.engine.store.count() == 1 and scorer.score(["A CAT SAT"]) == first
+
+
+def demo_options(name: str, **changed) -> dict:
+    """NBestSet options of a 20-utterance, 5-best excerpt of a shipped demo set."""
+    return {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5, **changed}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory) -> dict:
+    """What the misuses start from: a dev excerpt read, the same with an utterance twice, a tuned.yaml, a folder."""
+    root = tmp_path_factory.mktemp("api")
+    dev = NBestSet(**demo_options("dev_other")).read()
+    rescorer.rescore(demo_options("dev_other"), {}, {}, columns=COLUMNS, bootstrap=50, out_dir=root / "tuned")
+    return {"dev": dev, "twice": dev.with_utterances([dev.utterances[0], *dev.utterances]), "root": root,
+            "tuned": root / "tuned" / "tuned.yaml"}
+
+
+COLUMNS = {"ctc": {"range": [0, 1], "step": 0.5}}
+DEV = demo_options("dev_other")
+TEST = demo_options("test_clean")
+MISUSES = [  # (what is called with what, the argument the error names)
+    pytest.param(lambda a: rescorer.rescore(DEV, sets=[TEST], scorers={}, columns=COLUMNS), "sets", id="sets a list"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns="ctc"), "columns", id="columns a name"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns={"ctc": 3}), "column ctc", id="column a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search=3), "search", id="search a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search="gird"), "'gird'",
+                 id="search misspelt"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search={"name": "robust", "level": 2}),
+                 "search.level", id="robust level above 1"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, ["ll"], columns=COLUMNS), "scorers", id="scorers a list"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {"ll": 3}, columns=COLUMNS), "scorer 'll'",
+                 id="scorer a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, metric=3), "metric", id="metric a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, base=3), "base", id="base a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, bootstrap=0), "bootstrap",
+                 id="no resamples"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, seed=-1), "seed", id="negative seed"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, out_dir=3), "out_dir",
+                 id="out_dir a number"),
+    pytest.param(lambda a: rescorer.rescore(DEV, {}, {"ll": {"kind": "ll", "model": "x"}}, engine="local"), "engine",
+                 id="engine a name"),
+    pytest.param(lambda a: rescorer.rescore({**DEV, "top": -3}, {}, {}, columns=COLUMNS), "dev.top",
+                 id="negative top"),
+    pytest.param(lambda a: rescorer.rescore("test", {"test": {**TEST, "every": -3}}, {}, columns=COLUMNS),
+                 "sets['test'].every", id="negative every"),
+    pytest.param(lambda a: rescorer.rescore({**DEV, "evry": 2}, {}, {}, columns=COLUMNS), "'evry'",
+                 id="misspelt set option"),
+    pytest.param(lambda a: rescorer.rescore(a["twice"], {}, {}, columns=COLUMNS), "dev", id="an utterance id twice"),
+    pytest.param(lambda a: rescorer.rescore(rescorer.NBest(("u1", "u2")), {}, {}, columns=COLUMNS),
+                 "dev.utterances[0]", id="utterances as strings"),
+    pytest.param(lambda a: rescorer.pipeline.rescore_lists({"dev": DEV}, {}, make_metric("wer")), "sets['dev']",
+                 id="steps given options for an NBest"),
+    pytest.param(lambda a: rescorer.read_nbest(123), "path", id="read a number"),
+    pytest.param(lambda a: rescorer.read_nbest(DEMO / "dev_other", refs=5), "refs", id="refs a number"),
+    pytest.param(lambda a: rescorer.write_nbest(None, a["root"] / "x.jsonl"), "nbest", id="write None"),
+    pytest.param(lambda a: rescorer.write_nbest(a["dev"], 123, fmt="jsonl"), "path", id="write to a number"),
+    pytest.param(lambda a: rescorer.write_nbest(a["twice"], a["root"] / "twice.jsonl"), "nbest",
+                 id="write an utterance id twice"),
+    pytest.param(lambda a: rescorer.apply(TEST, tuned=42), "tuned", id="tuned a number"),
+    pytest.param(lambda a: rescorer.apply(42, tuned=a["tuned"]), "sets", id="apply to a number"),
+    pytest.param(lambda a: rescorer.apply(TEST, a["tuned"], scorers=["x"]), "scorers", id="apply scorers a list"),
+    pytest.param(lambda a: rescorer.apply(TEST, a["tuned"], bootstrap=-1), "bootstrap", id="apply no resamples"),
+    pytest.param(lambda a: rescorer.apply(TEST, a["tuned"], accept_changed_models="yes"), "accept_changed_models",
+                 id="accept a word"),
+    pytest.param(lambda a: rescorer.load_scorer(3), "kind", id="scorer kind a number"),
+    pytest.param(lambda a: rescorer.load_scorer("ll", "x", budget=-1), "engine.budget", id="negative budget"),
+]
+
+
+@pytest.mark.parametrize("call, argument", MISUSES)
+def test_a_python_api_misuse_is_a_rescorer_error_naming_the_argument(call, argument, api):
+    with pytest.raises(rescorer.RescorerError) as raised:
+        call(api)
+    message = str(raised.value)
+    assert argument in message and "\n" not in message, message
+    assert not [p.name for p in api["root"].iterdir() if p.name != "tuned"]

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError, check_known
+from ..options import Option
 from ..types import NBest
 
 PENALTIES = ("none", "gnmt", "tokens", "auto")  # auto: tokens for an LM column when the base is per token, else none
@@ -30,6 +31,7 @@ class Column:
     @classmethod
     def of(cls, name: str, spec: Mapping[str, Any] | None) -> "Column":
         """From a config entry (``task.columns.<name>``); an unknown key is an error naming the known ones."""
+        Option("mapping", null=True, example="{range, step, penalty, alpha}").check(f"column {name}", spec)
         check_known(f"column {name} key", spec or {}, {f.name for f in fields(cls)} - {"name"})
         values = {k: tuple(v) if k == "range" and isinstance(v, list) else v for k, v in (spec or {}).items()}
         return cls(name, **{"penalty": "auto", **values})

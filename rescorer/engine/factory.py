@@ -5,7 +5,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ..errors import check_known
-from ..options import Option, checked
+from ..options import TEXT, Option, checked
 from ..scorers import load_scorer as load_adapter
 from .bound import BoundScorer
 from .cores import apply_threads
@@ -31,7 +31,7 @@ class EngineSettings:
     @classmethod
     def of(cls, options: Mapping[str, Any] | None) -> "EngineSettings":
         """From an ``engine`` mapping; an unknown key or a value of the wrong kind is an error naming it."""
-        options = dict(options or {})
+        options = dict(Option("mapping", null=True).check("engine", options) or {})
         check_known("engine key", options, ENGINE_KEYS)
         return cls(**checked("engine.", options, ENGINE_OPTIONS))
 
@@ -49,6 +49,7 @@ class EngineSettings:
 
 
 ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
+SCORER = {"kind": TEXT, "model": Option("path", null=True)}
 ENGINE_OPTIONS = {"budget": Option("integer", low=1, null=True), "threads": Option("integer", low=1, null=True),
                   "compile": Option("flag"), "progress": Option("flag", null=True), "store": Option("path", null=True),
                   "scale": Option("mapping", null=True)}
@@ -65,6 +66,7 @@ def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = 
     ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
     :func:`rescorer.scorers.load_scorer`); ``engine`` shares an existing engine (its store) instead.
     ``.score(texts)`` gives each text's log-score."""
+    checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)
     adapter = load_adapter(kind, model, **{**settings.model_options, **own})
     return (engine or settings.engine()).bind(adapter)
@@ -74,5 +76,7 @@ def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[
     """The scorers of a config's ``scorer`` group (column name → scorer options) with the ``engine`` settings,
     sharing one engine and store."""
     shared = EngineSettings.of(engine).engine()
+    for name, spec in Option("mapping", null=True).check("scorers", specs or {}).items():
+        Option("mapping", null=True, example="load_scorer options {kind, model, …}").check(f"scorer {name!r}", spec)
     return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared)
             for name, spec in (specs or {}).items() if spec is not None}

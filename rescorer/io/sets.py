@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError, check_known
-from ..options import Option, checked
+from ..options import MAPPING, Option, checked
 from ..types import NBest
-from . import MT_FORMATS, detect_format, read_nbest
+from . import MT_FORMATS, READ, detect_format, read_nbest
 
 
-SUBSET = {"nbest": Option("path"), "refs": Option("path", null=True), "fmt": Option("text"),
-          "refs_fmt": Option("text"), "options": Option("mapping"), "every": Option("integer", low=1),
+SUBSET = {"nbest": READ["path"], "refs": READ["refs"], "fmt": READ["fmt"], "refs_fmt": READ["refs_fmt"],
+          "options": MAPPING, "every": Option("integer", low=1),
           "start": Option("integer", low=0), "stop": Option("integer", low=1, null=True),
           "top": Option("integer", low=1, null=True)}
 

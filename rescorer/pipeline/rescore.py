@@ -21,14 +21,14 @@ from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
 from ..metrics import Metric, NBestStats, paired_bootstrap
-from ..options import RUN, checked
+from ..options import MAPPING, RUN, checked
 from ..plots import unplotted, weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
 from ..changes import Change, changed
 from ..html_report import write_html
-from ..io import natural_base
+from ..io import check_nbest, natural_base
 from ..io.common import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
@@ -69,7 +69,8 @@ def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, colu
 def search_rule(search: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """The rule ``search`` names (``{name: fast|grid|robust, …options}``; None: fast) and its options, checked."""
     if search is not None and not isinstance(search, Mapping):
-        raise ConfigError(f"search must be a mapping {{name: fast|grid|robust, …options}}, not {search!r}")
+        raise ConfigError(f"search must be fast, grid, robust or a mapping {{name: fast|grid|robust, …options}}, "
+                          f"not {search!r}")
     options = dict(search or {"name": "fast"})
     method = options.pop("name", "fast")
     return method, search_options(method, options)
@@ -200,8 +201,11 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
 
 
 def check_run(sets: Mapping[str, NBest], **options: Any) -> None:
-    """Refuse run ``options`` (:data:`RUN`) of the wrong kind or out of range, and sets without utterances."""
+    """Refuse run ``options`` (:data:`RUN`) of the wrong kind or out of range, sets that are not NBests and sets
+    without utterances."""
     checked("", options, RUN)
+    for name, nbest in MAPPING.check("sets", sets).items():
+        check_nbest(nbest, f"sets[{name!r}]")
     empty = [name for name, nbest in sets.items() if not len(nbest)]
     if empty:
         raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
