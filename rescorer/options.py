@@ -16,8 +16,8 @@ KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", 
 
 @dataclass(frozen=True)
 class Option:
-    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``flag``), its bounds for numbers
-    (``strict``: the bounds themselves excluded) and whether null is allowed."""
+    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``flag``), its bounds
+    for numbers (``strict``: the bounds themselves excluded), whether null is allowed and an example for errors."""
 
     kind: str
     low: float | None = None

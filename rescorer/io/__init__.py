@@ -163,5 +163,5 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     return nbest
 
 
-__all__ = ["BASE_COLUMNS", "check_nbest", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "natural_base", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
-           "write_nbest"]
+__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "check_nbest", "detect_format",
+           "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "write_nbest"]

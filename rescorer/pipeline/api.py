@@ -58,7 +58,8 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
     checked("", dict(sets=sets, scorers=scorers, columns=columns, metric=metric, base=base, out_dir=out_dir,
                      bootstrap=bootstrap, seed=seed, data=data), ARGUMENTS)
-    options = search_rule({"name": search} if isinstance(search, str) else search)
+    rule = {"name": search} if isinstance(search, str) else search
+    search_rule(rule)
     named = {name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}
     if isinstance(dev, str) and dev in named:
         tune_on = dev
@@ -73,7 +74,7 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
     return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric),
                          Column(base) if base else None,
-                         tuned, {"name": options[0], **options[1]}, tune_on, bootstrap, seed, data, out_dir)
+                         tuned, rule, tune_on, bootstrap, seed, data, out_dir)
 
 
 def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
@@ -91,7 +92,8 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     if not isinstance(tuned, Tuned):
         ARGUMENTS["tuned"].check("tuned", tuned)
     several = isinstance(sets, Mapping) and "nbest" not in sets
-    named = {n: as_nbest(v, f"sets[{n!r}]" if several else "sets") for n, v in (sets.items() if several else [(name, sets)])}
+    named = {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
+             for n, v in (sets.items() if several else [(name, sets)])}
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
     given = dict(scorers or {})

@@ -19,7 +19,7 @@ from ..combine.search import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr
 from ..metrics import Metric, NBestStats, paired_bootstrap
 from ..options import MAPPING, RUN, checked
 from ..plots import unplotted, weight_plot
@@ -70,7 +70,7 @@ def search_rule(search: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """The rule ``search`` names (``{name: fast|grid|robust, …options}``; None: fast) and its options, checked."""
     if search is not None and not isinstance(search, Mapping):
         raise ConfigError(f"search must be fast, grid, robust or a mapping {{name: fast|grid|robust, …options}}, "
-                          f"not {search!r}")
+                          f"not {short_repr(search)}")
     options = dict(search or {"name": "fast"})
     method = options.pop("name", "fast")
     return method, search_options(method, options)
