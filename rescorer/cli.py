@@ -3,12 +3,13 @@
 and Ctrl-C (or SIGTERM) at any moment is one line and exit 130 (143)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Iterator, NoReturn
 
 GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 
@@ -97,10 +98,8 @@ def check_command_line(args: list[str]) -> None:
     from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
-    from .errors import ConfigError, UnknownNameError
+    from .errors import UnknownNameError
     from .tasks import CONF
 
     parsed = get_args_parser().parse_args(args)
@@ -108,7 +107,7 @@ def check_command_line(args: list[str]) -> None:
     if parsed.config_path or parsed.hydra_help or parsed.info or parsed.shell_completion or parsed.experimental_rerun \
             or not all(conf.is_dir() for conf in dirs):
         return  # another primary config, or not a run: Hydra's to handle
-    try:
+    with one_line_refusals():
         overrides = OverridesParser.create().parse_overrides(parsed.overrides)
         if any(o.key_or_group == "hydra.searchpath" for o in overrides):
             return  # more config directories: Hydra's to search
@@ -120,12 +119,50 @@ def check_command_line(args: list[str]) -> None:
             for name in picked_options(pick):
                 if name not in groups[pick.key_or_group]:
                     raise UnknownNameError(pick.key_or_group, name, groups[pick.key_or_group])
-        cfg = composed_config(dirs, parsed.config_name or "config", [first_choice(o) for o in picks])
-    except (HydraException, OmegaConfBaseException) as err:
-        raise ConfigError(" ".join(word for word in str(err).split() if word != "^")) from None
+        chosen = [first_choice(o) for o in picks]
+        cfg = composed_config(dirs, parsed.config_name or "config", chosen)
+    values = [o for o in overrides if o not in picks and not o.is_hydra_override()]
+    for override in values:
+        check_key(cfg, override, groups)
+    if values:
+        with one_line_refusals():  # a value that does not merge: a list where the config has a mapping
+            composed_config(dirs, parsed.config_name or "config",
+                            [*chosen, *(o.input_line for o in values if not o.is_sweep_override())])
+    check_run_dir(overrides, parsed.multirun)
+
+
+@contextlib.contextmanager
+def one_line_refusals() -> Iterator[None]:
+    """Hydra's, OmegaConf's and YAML's refusals of the command line or a config file as one :class:`ConfigError`."""
+    import yaml
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .errors import ConfigError
+
+    try:
+        yield
+    except (HydraException, OmegaConfBaseException, yaml.YAMLError) as err:
+        cause = f": {str(err.__cause__).splitlines()[0]}" if err.__cause__ is not None and str(err.__cause__) else ""
+        raise ConfigError(" ".join(word for word in f"{err}{cause}".split() if word != "^")) from None
+
+
+def check_run_dir(overrides: list[Any], multirun: bool) -> None:
+    """Make the directory ``hydra.run.dir`` (``hydra.sweep.dir`` with ``-m``) names, as Hydra is about to, or refuse
+    it in one line where it cannot be made (under a file, in /proc, no permission)."""
+    from .errors import ConfigError
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     for override in overrides:
-        if override not in picks and not override.is_hydra_override():
-            check_key(cfg, override, groups)
+        if override.key_or_group != key or override.is_delete() or override.is_sweep_override():
+            continue
+        value = str(override.value())
+        if "${" in value:
+            continue  # Hydra resolves it (${now:…}) when it makes the directory
+        try:
+            Path(value).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"{key}={value}: cannot make the directory ({err.strerror or err})") from None
 
 
 def picked_options(pick: Any) -> list[str]:

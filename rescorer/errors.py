@@ -19,7 +19,7 @@ class NBestFormatError(RescorerError, ValueError):
         self.problem = problem
         self.value = value
         where = f"{self.path}:{line}" if line is not None else self.path
-        shown = "" if value is None else f": {_show(value)}"
+        shown = "" if value is None else f": {short_repr(value)}"
         super().__init__(f"{where}: {problem}{shown}")
 
 
@@ -35,8 +35,9 @@ class UnknownNameError(ConfigError):
     """A misspelt name (a config group, option or key; a variant): the bad names, the closest valid one when one is
     close, and the choices."""
 
-    def __init__(self, what: str, names: str | Iterable[str], choices: Iterable[str]):
-        self.names = [names] if isinstance(names, str) else [str(name) for name in names]
+    def __init__(self, what: str, names: object, choices: Iterable[str]):
+        single = isinstance(names, str) or not isinstance(names, Iterable)
+        self.names = [str(names)] if single else [str(name) for name in names]
         self.choices = list(dict.fromkeys(str(choice) for choice in choices))
         self.suggestions = list(dict.fromkeys(match for name in self.names
                                               for match in difflib.get_close_matches(name, self.choices, n=1)))
@@ -62,6 +63,7 @@ class ScorerError(RescorerError, RuntimeError):
     """A model or scorer that cannot be loaded or run."""
 
 
-def _show(value: object, limit: int = 80) -> str:
+def short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters for a one-line error."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

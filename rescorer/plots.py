@@ -37,20 +37,41 @@ def cell_edges(centres: np.ndarray) -> tuple[float, float]:
     return float(centres[0] - half), float(centres[-1] + half)
 
 
+MAX_PLOTTED = 200_000  # settings a weight plot draws; a search that tried more is reported without one
+
+
+def unplotted(result: SearchResult, names: Sequence[str]) -> str | None:
+    """Why the search ``result`` has no weight plot (nothing tuned, or too many settings to draw); None if it has."""
+    if not names:
+        return "no tuned weights to plot"
+    if len(result.tried) > MAX_PLOTTED:
+        return f"not drawn: {len(result.tried):,} settings were tried (a plot draws at most {MAX_PLOTTED:,})"
+    return None
+
+
+def best_along(axis: np.ndarray, values: np.ndarray, higher_is_better: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct weights of one ``axis`` and the best of ``values`` at each (one sort, then one pass)."""
+    xs, at = np.unique(axis, return_inverse=True)
+    best = np.full(len(xs), -np.inf if higher_is_better else np.inf)
+    (np.maximum if higher_is_better else np.minimum).at(best, at, values)
+    return xs, best
+
+
 def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path: str | Path) -> Path | None:
     """A λ curve (one tuned weight) or a heat map (two) of the dev ``metric`` (its label, scale and direction);
-    more weights plot the best value along each axis."""
-    if not names:
+    more weights plot the best value along each axis. None (see :func:`unplotted`) for nothing tuned or a search
+    too large to draw; the work is linear in the settings tried (one sort per axis)."""
+    if unplotted(result, names):
         return None
     values = result.values * metric.scale
-    best = max if metric.higher_is_better else min
     plt = pyplot()
     fig, axes = plt.subplots(1, 1 if len(names) == 2 else len(names), figsize=(6 if len(names) <= 2 else 4 * len(names), 4),
                              squeeze=False)
     if len(names) == 2:
-        xs, ys = np.unique(result.tried[:, 0]), np.unique(result.tried[:, 1])
+        xs, column = np.unique(result.tried[:, 0], return_inverse=True)
+        ys, row = np.unique(result.tried[:, 1], return_inverse=True)
         grid = np.full((len(ys), len(xs)), np.nan)
-        grid[np.searchsorted(ys, result.tried[:, 1]), np.searchsorted(xs, result.tried[:, 0])] = values
+        grid[row, column] = values
         image = axes[0, 0].imshow(grid, origin="lower", aspect="auto", cmap="viridis" if metric.higher_is_better
                                   else "viridis_r", extent=(*cell_edges(xs), *cell_edges(ys)))
         fig.colorbar(image, ax=axes[0, 0], label=f"dev {metric.label}")
@@ -58,8 +79,7 @@ def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path
         axes[0, 0].plot(result.weights[names[0]], result.weights[names[1]], "r*", markersize=12)
     else:
         for k, name in enumerate(names):
-            xs = np.unique(result.tried[:, k])
-            ys = [best(values[result.tried[:, k] == x]) for x in xs]
+            xs, ys = best_along(result.tried[:, k], values, metric.higher_is_better)
             axes[0, k].plot(xs, ys, marker=".")
             axes[0, k].axvline(result.weights[name], color="r", linestyle="--")
             axes[0, k].set(xlabel=f"λ {name}", ylabel=f"dev {metric.label}")

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Tuple, Union
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -21,7 +23,7 @@ def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequen
     out = Path(out_dir)
     rows = table_rows(report, [c if isinstance(c, str) else c[0] for c in columns], key)
     headers = [c if isinstance(c, str) else c[1] for c in columns]
-    write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text(out / "report.json", report_json(report))
     body = markdown(report, headers, rows, title, key.removesuffix("s"))
     if notes:
         head, _, rest = body.partition("\n\n")
@@ -31,6 +33,31 @@ def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequen
     for line in notes:
         print(line)
     return out / "report.json"
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    """``report`` as strict JSON: a NaN or infinite number (which JSON cannot hold) is written as null, and
+    ``non_finite`` records where each was and what it held (``{"halves.fast.mean": "nan"}``)."""
+    replaced: dict[str, str] = {}
+    safe = json_safe(report, "", replaced)
+    if replaced:
+        safe["non_finite"] = replaced
+    return json.dumps(safe, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def json_safe(value: Any, path: str, replaced: dict[str, str]) -> Any:
+    """``value`` with numpy scalars as Python numbers and non-finite floats as None (noted in ``replaced`` under
+    their key path)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        replaced[path] = str(value)
+        return None
+    if isinstance(value, Mapping):
+        return {key: json_safe(item, f"{path}.{key}" if path else str(key), replaced) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item, f"{path}[{k}]", replaced) for k, item in enumerate(value)]
+    return value
 
 
 def table_rows(report: Mapping[str, Any], columns: Sequence[str], key: str = "sets") -> list[list[str]]:

@@ -23,3 +23,9 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
     texts = demo_texts()
     archs = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert", "gpt2", "llama")
     return {arch: build_model(arch, "tiny", texts, root / arch, vocab_size=800) for arch in archs}
+
+
+@pytest.fixture(scope="session")
+def tiny_causal(tmp_path_factory) -> Path:
+    """A tiny random GPT-2: a real model to score with in seconds."""
+    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)

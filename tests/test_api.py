@@ -15,17 +15,9 @@ from rescorer.combine import Column
 from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 EXCERPT = {"every": 15, "top": 5}  # 20 utterances × 5 hypotheses per demo set
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory) -> Path:
-    from rescorer.devtools import build_model
-
-    from .models import demo_texts
-
-    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
 
 
 def demo_set(name: str) -> dict:
@@ -111,7 +103,7 @@ def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_p
         rescorer.rescore(dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), {}, {"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="named 'dev'"):
         rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
-    with pytest.raises(rescorer.ConfigError, match="expected an NBest"):
+    with pytest.raises(rescorer.ConfigError, match="dev must be an NBest"):
         rescorer.rescore(42, {}, {})
     with pytest.raises(rescorer.ConfigError, match="unknown column ll key 'rnage', did you mean 'range'"):
         rescorer.rescore(dev, {}, {"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})

@@ -26,7 +26,7 @@ LAYERS = [
     ("metrics",),
     ("filehash",),             # whole-content model hashes, cached (atomic writes through io)
     ("io",),
-    ("normalise", "store", "shipped", "devtools", "paths"),
+    ("normalise", "store", "shipped", "devtools", "paths", "options"),
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}

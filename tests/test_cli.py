@@ -20,7 +20,7 @@ from rescorer.paths import data_root
 from rescorer.tasks import CONF, register_resolvers, scorers_of
 
 from .conftest import DEMO, ROOT, SHARED, need
-from .models import tiny_models  # noqa: F401  (fixture)
+from .models import tiny_causal, tiny_models  # noqa: F401  (fixtures)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 DATA_CONFIGS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))
@@ -178,15 +178,6 @@ def tiny_excerpt(tmp_path: Path, utterances: int = 30) -> Path:
         nbest = rescorer.read_nbest(DEMO / name, refs=DEMO / name / "ref.trn")
         rescorer.write_nbest(nbest.with_utterances(nbest.utterances[:utterances]), tmp_path / f"{name}.jsonl", "jsonl")
     return tmp_path
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory) -> Path:
-    from rescorer.devtools import build_model
-
-    from .models import demo_texts
-
-    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
 
 
 def test_rescore_end_to_end_with_a_tiny_model(tmp_path, tiny_causal):

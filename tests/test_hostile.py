@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
@@ -44,7 +45,8 @@ CASES = {
     "budget not a number": ([CTC, "engine.budget=abc"], ["engine.budget", "'abc'"]),
     "negative bootstrap": ([CTC, "task.bootstrap=-5"], ["task.bootstrap", "-5"]),
     "a grid of 10^18 settings": (["task.columns={ctc: {range: [0, 1e18], step: 1}}"], ["ctc", "settings"]),
-    "a dev set with no utterances": ([CTC, "++data.sets.dev_other.start=100000"], ["dev_other", "no utterances"]),
+    "a dev set starting past its last utterance": ([CTC, "++data.sets.dev_other.start=100000"],
+                                                   ["data.sets.dev_other.start=100000", "past the last utterance"]),
     "unset environment variable": ([CTC, "++task.tune_on=${oc.env:RESCORER_NO_SUCH_VARIABLE}"],
                                    ["RESCORER_NO_SUCH_VARIABLE"]),
     "task.name=os": (["task.name=os"], ["task.name='os'"]),
@@ -191,7 +193,7 @@ def damaged_store(path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["damaged", "not a database", "under a file"])
-def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path):
+def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causal):
     store = tmp_path / "s.sqlite"
     if kind == "damaged":
         damaged_store(store)
@@ -200,7 +202,7 @@ def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path):
     else:
         (tmp_path / "afile").write_text("x")
         store = tmp_path / "afile" / "s.sqlite"
-    result = run(tmp_path, CTC, f"engine.store={store}")
+    result = run(tmp_path, "scorer=[ll]", f"model.causal.path={tiny_causal}", f"engine.store={store}")
     assert_one_line_exit_2(result, str(store))
     if kind != "under a file":
         assert "move it aside or delete it" in result.stderr

@@ -16,15 +16,7 @@ from rescorer.engine import cores
 from rescorer.scorers.causal import CausalLMScorer
 from rescorer.tasks import CONF, register_resolvers, run_task
 
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory) -> Path:
-    from rescorer.devtools import build_model
-
-    from .models import demo_texts
-
-    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
+from .models import tiny_causal  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)

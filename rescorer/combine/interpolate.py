@@ -1,6 +1,7 @@
 """total(h) = Σ_k w_k · s_k(h) / lp_k(h) + β·|h|_words (spec §3), vectorised over [utterances × N × columns]."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from numbers import Real
 from typing import Any, Mapping, Sequence
@@ -8,10 +9,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError, check_known
+from ..options import Option
 from ..types import NBest
 
 PENALTIES = ("none", "gnmt", "tokens", "auto")  # auto: tokens for an LM column when the base is per token, else none
 MAX_GRID = 10_000_000  # weights one column may be searched over
+GRID_TOLERANCE = 1e-9  # of a step: hi - lo that is a whole number of steps up to rounding error reaches hi
 WORD_COUNT_COLUMN = "words"  # the pseudo-column |h|_words: its weight is the word bonus β
 
 
@@ -28,6 +31,7 @@ class Column:
     @classmethod
     def of(cls, name: str, spec: Mapping[str, Any] | None) -> "Column":
         """From a config entry (``task.columns.<name>``); an unknown key is an error naming the known ones."""
+        Option("mapping", null=True, example="{range, step, penalty, alpha}").check(f"column {name}", spec)
         check_known(f"column {name} key", spec or {}, {f.name for f in fields(cls)} - {"name"})
         values = {k: tuple(v) if k == "range" and isinstance(v, list) else v for k, v in (spec or {}).items()}
         return cls(name, **{"penalty": "auto", **values})
@@ -46,16 +50,22 @@ class Column:
 
     @property
     def size(self) -> int:
-        """How many weights the grid holds (counted, not built)."""
+        """How many weights the grid holds (counted, not built): lo, lo + step, … up to hi, never past it; a step
+        that lands on hi within rounding error (1e-9 of a step) counts."""
         lo, hi = self.range
-        return int(round((hi - lo) / self.step)) + 1
+        steps = (hi - lo) / self.step
+        if not math.isfinite(steps):
+            raise ConfigError(f"column {self.name}: range {self.range} in steps of {self.step} is too many weights "
+                              f"(at most {MAX_GRID:,})")
+        return math.floor(steps + GRID_TOLERANCE) + 1
 
     @property
     def grid(self) -> np.ndarray:
+        """The weights searched: ``size`` steps from lo, each rounded to 10 decimals and never above hi."""
         if self.size > MAX_GRID:
             raise ConfigError(f"column {self.name}: range {self.range} in steps of {self.step} is {self.size:,} "
                               f"weights (at most {MAX_GRID:,})")
-        return np.round(self.range[0] + self.step * np.arange(self.size), 10)
+        return np.minimum(np.round(self.range[0] + self.step * np.arange(self.size), 10), self.range[1])
 
     def penalise(self, scores: np.ndarray, hyp_lengths: np.ndarray) -> np.ndarray:
         """``scores`` divided by this column's length penalty of ``hyp_lengths`` (tokens or words per hypothesis)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ..errors import ConfigError, check_known
+from ..errors import check_known
+from ..options import TEXT, Option, checked
 from ..scorers import load_scorer as load_adapter
 from .bound import BoundScorer
 from .cores import apply_threads
@@ -30,13 +31,9 @@ class EngineSettings:
     @classmethod
     def of(cls, options: Mapping[str, Any] | None) -> "EngineSettings":
         """From an ``engine`` mapping; an unknown key or a value of the wrong kind is an error naming it."""
-        options = dict(options or {})
+        options = dict(Option("mapping", null=True).check("engine", options) or {})
         check_known("engine key", options, ENGINE_KEYS)
-        for key in ("budget", "threads"):
-            value = options.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"engine.{key} must be a positive integer or null, not {value!r}")
-        return cls(**options)
+        return cls(**checked("engine.", options, ENGINE_OPTIONS))
 
     def engine(self) -> Engine:
         """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count."""
@@ -52,6 +49,10 @@ class EngineSettings:
 
 
 ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
+SCORER = {"kind": TEXT, "model": Option("path", null=True)}
+ENGINE_OPTIONS = {"budget": Option("integer", low=1, null=True), "threads": Option("integer", low=1, null=True),
+                  "compile": Option("flag"), "progress": Option("flag", null=True), "store": Option("path", null=True),
+                  "scale": Option("mapping", null=True)}
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str, Any]]:
@@ -65,6 +66,7 @@ def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = 
     ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
     :func:`rescorer.scorers.load_scorer`); ``engine`` shares an existing engine (its store) instead.
     ``.score(texts)`` gives each text's log-score."""
+    checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)
     adapter = load_adapter(kind, model, **{**settings.model_options, **own})
     return (engine or settings.engine()).bind(adapter)
@@ -74,5 +76,7 @@ def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[
     """The scorers of a config's ``scorer`` group (column name → scorer options) with the ``engine`` settings,
     sharing one engine and store."""
     shared = EngineSettings.of(engine).engine()
+    for name, spec in Option("mapping", null=True).check("scorers", specs or {}).items():
+        Option("mapping", null=True, example="load_scorer options {kind, model, …}").check(f"scorer {name!r}", spec)
     return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared)
             for name, spec in (specs or {}).items() if spec is not None}

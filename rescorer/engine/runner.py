@@ -169,15 +169,22 @@ class Engine:
 
     def __init__(self, store: str | Path | ScoreStore | None = None, budget: int | None = None,
                  progress: bool | None = None, flush_seconds: float = 2.0, scale: Any = None):
-        self.store = ScoreStore(store) if isinstance(store, (str, Path)) else store
+        self._store = store
         self.budget, self.progress, self.flush_seconds, self.scale = budget, progress, flush_seconds, scale
+
+    @property
+    def store(self) -> ScoreStore | None:
+        """The score store, opened when first needed: a run that scores nothing never touches it."""
+        if isinstance(self._store, (str, Path)):
+            self._store = ScoreStore(self._store)
+        return self._store
 
     def run(self, scorer: "Scorer", texts: Sequence[str]) -> tuple[ScoreMap, EngineStats]:
         """Scores of the distinct ``texts``, exactly as given, and what they cost."""
         start = time.perf_counter()
         unique = list(dict.fromkeys(texts))
         signature = scorer.signature
-        done = self.store.get(signature, unique) if self.store is not None else {}
+        done = self.store.get(signature, unique) if unique and self.store is not None else {}
         todo = [t for t in unique if t not in done]
         stats = EngineStats(sentences=len(unique), cached=len(done))
         if todo:

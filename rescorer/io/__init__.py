@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError, NBestFormatError
-from ..types import NBest
+from ..options import PATH, TEXT, Option, checked
+from ..types import Hypothesis, NBest, Utterance
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo, records, recordwrite
 from .common import load_json, read_text
 from .generate import nbest_from_generate
@@ -51,6 +52,8 @@ BASE_COLUMNS = {"espnet2": ("score",), "espnet1": ("score",), "fairseq": ("score
                 "hyporadise": ("am_score", "score"), "jsonl": ("score", "total"), "fields": ("score", "total"),
                 "kaldi": ()}
 ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
+READ = {"path": PATH, "fmt": TEXT, "refs": Option("path", null=True), "refs_fmt": TEXT}
+WRITE = {"path": PATH, "fmt": Option("text", null=True), "score_column": Option("text", null=True)}
 
 
 def detect_format(path: str | Path) -> str:
@@ -94,6 +97,7 @@ def detect_format(path: str | Path) -> str:
 def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = None,
                refs_fmt: str = "auto", **options) -> NBest:
     """Read an N-best list, and attach references from ``refs`` (.trn, Kaldi text, manifest or lines)."""
+    checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:
@@ -127,6 +131,8 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     What each format keeps is in ``rescorer/io/target.py``; ``score_column`` names the column written as
     the overall score of a format that has one (default ``score``, else ``total``).
     """
+    check_nbest(nbest)
+    checked("", {"path": path, "fmt": fmt, "score_column": score_column}, WRITE)
     fmt = fmt or nbest.fmt
     if fmt not in WRITERS:
         raise NBestFormatError(path, None, f"unknown format (known: {', '.join(WRITERS)})", fmt)
@@ -138,5 +144,24 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     WRITERS[fmt](nbest, path, **options)
 
 
-__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "natural_base", "detect_format", "nbest_from_generate", "read_nbest", "read_refs",
-           "write_nbest"]
+def check_nbest(nbest: object, what: str = "nbest") -> NBest:
+    """``nbest`` itself if it is an NBest whose utterances are Utterance objects with distinct ids and Hypothesis
+    lists; else a :class:`ConfigError` naming ``what`` (for an NBest built by hand)."""
+    if not isinstance(nbest, NBest):
+        raise ConfigError(f"{what} must be an NBest (rescorer.read_nbest gives one), not {type(nbest).__name__}")
+    seen: set[str] = set()
+    for k, utt in enumerate(nbest.utterances):
+        if not isinstance(utt, Utterance):
+            raise ConfigError(f"{what}.utterances[{k}] must be an Utterance, not {type(utt).__name__}")
+        if utt.id in seen:
+            raise ConfigError(f"{what}: utterance id {utt.id!r} appears twice (ids must be distinct)")
+        seen.add(utt.id)
+        wrong = next((h for h in utt.hyps if not isinstance(h, Hypothesis)), None)
+        if wrong is not None:
+            raise ConfigError(f"{what}: utterance {utt.id!r} has a hypothesis that is a {type(wrong).__name__}, "
+                              "not a Hypothesis")
+    return nbest
+
+
+__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "check_nbest", "detect_format",
+           "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "write_nbest"]

@@ -6,11 +6,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError, check_known
+from ..options import MAPPING, Option, checked
 from ..types import NBest
-from . import MT_FORMATS, detect_format, read_nbest
+from . import MT_FORMATS, READ, detect_format, read_nbest
 from .common import present
 
 SET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")  # a set's name names its files in out_dir
+SUBSET = {"nbest": READ["path"], "refs": READ["refs"], "fmt": READ["fmt"], "refs_fmt": READ["refs_fmt"],
+          "options": MAPPING, "every": Option("integer", low=1),
+          "start": Option("integer", low=0), "stop": Option("integer", low=1, null=True),
+          "top": Option("integer", low=1, null=True)}
 
 
 def check_set_names(names: Iterable[object]) -> None:
@@ -24,7 +29,8 @@ def check_set_names(names: Iterable[object]) -> None:
 
 @dataclass
 class NBestSet:
-    """One N-best file or directory with its references and reader options."""
+    """One N-best file or directory with its references and reader options; ``where`` names its options in errors
+    (``data.sets.dev.``; default: the N-best path)."""
 
     nbest: str
     refs: str | None = None
@@ -35,11 +41,20 @@ class NBestSet:
     start: int = 0           # ... of utterances [start, stop) in file order
     stop: int | None = None
     top: int | None = None   # keep the best ``top`` hypotheses of each list
+    where: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.where = self.where or f"{self.nbest}: "
+        checked(self.where, {f.name: getattr(self, f.name) for f in fields(self)}, SUBSET)
+        if self.stop is not None and self.stop <= self.start:
+            raise ConfigError(f"{self.where}stop={self.stop} must be greater than start={self.start} (utterances "
+                              "[start, stop) are kept)")
 
     def read(self) -> NBest:
         nbest = read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
-        if self.every < 1 or (self.top is not None and self.top < 1):
-            raise ConfigError(f"{self.nbest}: every and top must be ≥ 1 (got every={self.every}, top={self.top})")
+        if self.start >= len(nbest):
+            raise ConfigError(f"{self.where}start={self.start} is past the last utterance ({self.nbest} has "
+                              f"{len(nbest)})")
         utterances = nbest.utterances[self.start : self.stop : self.every]
         if self.top is not None:
             utterances = [replace(u, hyps=u.hyps[: self.top]) for u in utterances]
@@ -66,9 +81,10 @@ class Corpus:
             raise ConfigError(f"data '{self.name}' lists no sets (give one: data.sets.<name>.nbest=PATH)")
         for name, spec in given.items():
             if isinstance(spec, Mapping):
-                check_known(f"data.sets.{name} key", spec, (f.name for f in fields(NBestSet)))
+                check_known(f"data.sets.{name} key", spec, SUBSET)
         check_set_names(given)
-        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v) for k, v in given.items()}
+        self.sets = {k: v if isinstance(v, NBestSet) else NBestSet(**v, where=f"data.sets.{k}.")
+                     for k, v in given.items()}
         for name, spec in self.sets.items():
             if not present(spec.nbest):
                 raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")

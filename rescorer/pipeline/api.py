@@ -6,29 +6,39 @@ from typing import Any, Mapping, Union
 
 from ..combine import Column
 from ..engine import BoundScorer, load_scorers
-from ..errors import ConfigError
-from ..io import MT_FORMATS
-from ..io.sets import NBestSet
+from ..errors import ConfigError, check_known
+from ..io import MT_FORMATS, check_nbest
+from ..io.sets import SUBSET, NBestSet
 from ..metrics import make_metric
 from ..types import NBest
+from ..options import FLAG, RUN, TEXT, Option, checked
 from .outputs import checked_out_dir
-from .rescore import Rescored, apply_tuned, rescore_lists
+from .rescore import Rescored, apply_tuned, rescore_lists, search_rule
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
 ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load_scorer options ({kind, model, …})
 
 
-def as_nbest(value: SetLike, name: str) -> NBest:
-    """A set as an :class:`NBest`: as given, read from a path (format detected), or read from NBestSet options
-    (``{"nbest": PATH, "refs": PATH, "fmt": …, "options": …, "every": …, "top": …}``)."""
+ARGUMENTS = {**RUN, "sets": Option("mapping", null=True), "scorers": Option("mapping", null=True),
+             "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"), "metric": TEXT,
+             "base": Option("text", null=True), "out_dir": Option("path", null=True), "data": TEXT, "name": TEXT,
+             "accept_changed_models": FLAG, "tuned": Option("path", example="tuned.yaml, or a rescorer.Tuned")}
+
+
+def as_nbest(value: SetLike, where: str) -> NBest:
+    """A set as an :class:`NBest`: as given (checked), read from a path (format detected), or read from NBestSet
+    options (``{"nbest": PATH, "refs": PATH, "fmt": …, "options": …, "every": …, "top": …}``); errors name the
+    argument ``where`` (``dev``, ``sets['test']``)."""
     if isinstance(value, NBest):
-        return value
+        return check_nbest(value, where)
     if isinstance(value, (str, Path)):
-        return NBestSet(str(value)).read()
+        return NBestSet(str(value), where=f"{where}: ").read()
     if isinstance(value, Mapping):
-        return NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v for k, v in value.items()}).read()
-    raise ConfigError(f"set {name!r}: expected an NBest, a path or NBestSet options, not {type(value).__name__}")
+        check_known(f"{where} key", value, SUBSET)
+        return NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v for k, v in value.items()},
+                        where=f"{where}.").read()
+    raise ConfigError(f"{where} must be an NBest, a path or NBestSet options, not {type(value).__name__}")
 
 
 def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
@@ -47,7 +57,11 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     ``out_dir`` the run's files are written there as ``task=rescore`` writes them; without, nothing is written.
     Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
     (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
-    named = {name: as_nbest(value, name) for name, value in (sets or {}).items()}
+    checked("", dict(sets=sets, scorers=scorers, columns=columns, metric=metric, base=base, out_dir=out_dir,
+                     bootstrap=bootstrap, seed=seed, data=data), ARGUMENTS)
+    rule = {"name": search} if isinstance(search, str) else search
+    search_rule(rule)
+    named = {name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}
     if isinstance(dev, str) and dev in named:
         tune_on = dev
     else:
@@ -60,10 +74,9 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
-    options = {"name": search} if isinstance(search, str) else dict(search)
     return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric),
                          Column(base) if base else None,
-                         tuned, options, tune_on, bootstrap, seed, data, out_dir)
+                         tuned, rule, tune_on, bootstrap, seed, data, out_dir)
 
 
 def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
@@ -76,8 +89,13 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     ``sets``: one list (an NBest, a path or NBestSet options, named ``name``) or ``{name: list}``. A scorer whose
     model or options changed since tuning is refused unless ``accept_changed_models``. With ``out_dir`` the same
     files as ``task=rescore`` are written there."""
+    checked("", dict(scorers=scorers, out_dir=out_dir, accept_changed_models=accept_changed_models,
+                     bootstrap=bootstrap, seed=seed, data=data, name=name), ARGUMENTS)
+    if not isinstance(tuned, Tuned):
+        ARGUMENTS["tuned"].check("tuned", tuned)
     several = isinstance(sets, Mapping) and "nbest" not in sets
-    named = {n: as_nbest(v, n) for n, v in (sets.items() if several else [(name, sets)])}
+    named = {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
+             for n, v in (sets.items() if several else [(name, sets)])}
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
     given = dict(scorers or {})

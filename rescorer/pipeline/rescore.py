@@ -15,18 +15,20 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..combine import Column, Features, SearchResult, search_weights, totals
+from ..combine.search import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr
 from ..metrics import Metric, NBestStats, paired_bootstrap
-from ..plots import weight_plot
+from ..options import MAPPING, RUN, checked
+from ..plots import unplotted, weight_plot
 from ..report import write_report
 from ..types import NBest
 from ..version import __version__
 from ..changes import Change, changed
 from ..html_report import write_html
-from ..io import natural_base
+from ..io import check_nbest, natural_base
 from ..io.common import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
@@ -64,10 +66,19 @@ def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, colu
     return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values), stats)
 
 
-def tune(dev: ScoredSet, columns: Sequence[Column], search: Mapping[str, Any] | None = None) -> SearchResult:
-    """The weights of ``columns`` that do best on ``dev`` (``search``: ``{name: fast|grid, …options}``)."""
+def search_rule(search: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The rule ``search`` names (``{name: fast|grid|robust, …options}``; None: fast) and its options, checked."""
+    if search is not None and not isinstance(search, Mapping):
+        raise ConfigError(f"search must be fast, grid, robust or a mapping {{name: fast|grid|robust, …options}}, "
+                          f"not {short_repr(search)}")
     options = dict(search or {"name": "fast"})
     method = options.pop("name", "fast")
+    return method, search_options(method, options)
+
+
+def tune(dev: ScoredSet, columns: Sequence[Column], search: Mapping[str, Any] | None = None) -> SearchResult:
+    """The weights of ``columns`` that do best on ``dev`` (``search``: ``{name: fast|grid|robust, …options}``)."""
+    method, options = search_rule(search)
     return search_weights(method, dev.nbest, dev.features, dev.stats, columns, **options)
 
 
@@ -148,7 +159,8 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
     ``auto`` penalties match LM columns to a per-token base; ``halves`` > 0 adds that many random half-splits of
     the tuning set comparing the fast and robust rules. ``out_dir`` may not hold what the run reads (the sets'
     files, the scorers' store) unless it was checked already (an :class:`OutDir`)."""
-    check_sets(sets, bootstrap)
+    check_run(sets, bootstrap=bootstrap, seed=seed, halves=halves)
+    search_rule(search)
     target = checked_out_dir(out_dir, sets, scorers)
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
                      list(sets))
@@ -178,7 +190,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     """Score ``sets`` with ``scorers`` (those of ``tuned``), re-rank them with its weights and report: the metric
     where references exist, the counts and changed 1-bests everywhere. ``out_dir`` may not hold what the run reads
     (the sets' files, ``source``: the tuned rescorer, the scorers' store) unless it was checked already."""
-    check_sets(sets, bootstrap)
+    check_run(sets, bootstrap=bootstrap, seed=seed)
     target = checked_out_dir(out_dir, sets, scorers, [source])
     metric = tuned.make_metric()
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
@@ -193,9 +205,12 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     return finish(report, applied, metric, tuned, target, title, None)
 
 
-def check_sets(sets: Mapping[str, NBest], bootstrap: int) -> None:
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
-        raise ConfigError(f"task.bootstrap must be a positive number of resamples, not {bootstrap!r}")
+def check_run(sets: Mapping[str, NBest], **options: Any) -> None:
+    """Refuse run ``options`` (:data:`RUN`) of the wrong kind or out of range, sets that are not NBests and sets
+    without utterances."""
+    checked("", options, RUN)
+    for name, nbest in MAPPING.check("sets", sets).items():
+        check_nbest(nbest, f"sets[{name!r}]")
     empty = [name for name, nbest in sets.items() if not len(nbest)]
     if empty:
         raise ConfigError(f"set(s) {empty} have no utterances (check the file and every/start/stop/top)")
@@ -244,8 +259,9 @@ def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metri
             a.entry["outputs"] = write_rescored(a.nbest, out, name, metric)
         plot = None
         if result is not None:
-            plot = weight_plot(result, [c.name for c in tuned.columns], metric, out.path(f"weights_{tuned.tuned_on}.png"))
-            report["search"]["plot"] = out.shown(plot) if plot else None
+            names = [c.name for c in tuned.columns]
+            plot = weight_plot(result, names, metric, out.path(f"weights_{tuned.tuned_on}.png"))
+            report["search"].update(plot=out.shown(plot) if plot else None, plot_note=unplotted(result, names))
         write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
         report["tuned_file"] = str(out.final / TUNED_FILE)
         report["html"] = str(out.final / "report.html")
@@ -288,7 +304,7 @@ def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Map
         "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
         "tuned_on": dev, "base": base.name, "weights": result.weights,
         "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": None,
+                   "dev": metric.scale * result.dev, "plot": None, "plot_note": None,
                    "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
         "scorers": {column: scorer.signature for column, scorer in scorers.items()},
         "signature": signature(metric, base, columns, result.weights, result.method),

@@ -9,14 +9,20 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from ..combine.search import search_options
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
 from ..errors import ConfigError, RescorerError, check_known
+from ..options import RUN, Option, checked
 from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
 
 if TYPE_CHECKING:
     from ..pipeline.outputs import OutDir
+
+# Task keys that mean the same in every task that has them: the run's own options and rescoring's columns.
+TASK = {**RUN, "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
+        "tune_on": Option("text", null=True), "base": Option("mapping", example="{name: score, penalty: none}")}
 
 
 def register_resolvers() -> None:
@@ -95,8 +101,8 @@ def target_parameters(target: Any) -> set[str] | None:
 
 
 def run_task(cfg: DictConfig) -> Any:
-    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys, with ``engine.threads``
-    torch threads."""
+    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys and values of the wrong
+    kind, with ``engine.threads`` torch threads."""
     name = cfg.task.name
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ConfigError(f"task.name={name!r} is not a task")
@@ -104,9 +110,16 @@ def run_task(cfg: DictConfig) -> Any:
         module = importlib.import_module(f"rescorer.tasks.{name}")
     except ModuleNotFoundError:
         raise ConfigError(f"task.name={name!r} is not a task (choose from {', '.join(task_names())})") from None
+    target = cfg.task.get("_target_")
+    if target is not None and target != f"rescorer.tasks.{name}.run":
+        raise ConfigError(f"task.name={name!r} does not match the task config ({target}): choose the task with "
+                          f"task={name}, not task.name")
     check_keys(cfg, "task", name)
+    checked("task.", plain(cfg.task), TASK)
     if cfg.get("search") is not None:
         check_keys(cfg, "search", cfg.search.get("name", "fast"))
+        search = plain(cfg.search)
+        search_options(search.pop("name", "fast"), search)
     apply_threads(EngineSettings.of(plain(cfg.get("engine"))).threads)  # every task, training included
     return module.run(cfg)
 

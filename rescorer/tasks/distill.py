@@ -27,8 +27,8 @@ OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patienc
 def training_texts(task: dict[str, Any]) -> list[str]:
     """Segments of the plain-text files (at most ``max_texts``) and the hypotheses of the listed N-best sets."""
     texts = load_segments(task["texts"], seed=task["seed"])[: task["max_texts"]] if task["texts"] else []
-    for spec in task["hypotheses"].values():
-        texts += NBestSet(**{**spec, "refs": None}).read().texts()
+    for name, spec in task["hypotheses"].items():
+        texts += NBestSet(**{**spec, "refs": None}, where=f"task.hypotheses.{name}.").read().texts()
     return texts
 
 
@@ -59,7 +59,8 @@ def mwer_options(task: dict[str, Any], teacher: dict[str, Any]) -> MWERConfig:
     if not task["lists"]:
         raise ConfigError("task.objective=mwer needs task.lists: N-best sets with references to train on")
     normaliser = Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))
-    lists = nbest_lists([NBestSet(**spec).read() for spec in task["lists"].values()], task["base"], normaliser)
+    lists = nbest_lists([NBestSet(**spec, where=f"task.lists.{name}.").read() for name, spec in task["lists"].items()],
+                        task["base"], normaliser)
     return MWERConfig(lists, **{k: task["mwer"][k] for k in ("beta", "scale", "scale_lr", "lists_per_step",
                                                             "held_fraction")})
 

@@ -1,0 +1,83 @@
+"""Typed options: what each config key or API argument may hold, checked where its reader takes it, so that a value
+of the wrong kind or out of range is one line naming the key instead of a crash deep inside."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, Mapping
+
+from .errors import ConfigError, short_repr
+
+KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
+         "path": "a path", "flag": "true or false"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``flag``), its bounds
+    for numbers (``strict``: the bounds themselves excluded), whether null is allowed and an example for errors."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    strict: bool = False
+    null: bool = False
+    example: str = ""  # shown after the kind, e.g. ``{ctc: {range: [0, 1], step: 0.1}}``
+
+    def check(self, key: str, value: Any) -> Any:
+        """``value`` itself; a :class:`ConfigError` naming ``key`` if it is not what this option holds."""
+        if value is None and self.null:
+            return value
+        if not (self.holds_kind(value) and self.in_range(value)):
+            raise ConfigError(f"{key} must be {self.described}, not {short_repr(value)}")
+        return value
+
+    def holds_kind(self, value: Any) -> bool:
+        if self.kind == "integer":
+            return isinstance(value, Integral) and not isinstance(value, bool)
+        if self.kind == "number":
+            return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        if self.kind == "mapping":
+            return isinstance(value, Mapping)
+        if self.kind == "text":
+            return isinstance(value, str)
+        if self.kind == "path":
+            return isinstance(value, (str, os.PathLike))
+        return isinstance(value, bool)
+
+    def in_range(self, value: Any) -> bool:
+        if self.strict:
+            return (self.low is None or value > self.low) and (self.high is None or value < self.high)
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    @property
+    def described(self) -> str:
+        """In words, e.g. ``an integer ≥ 1 or null``, ``a number in (0, 1)``."""
+        if self.low is not None and self.high is not None:
+            bounds = f" in {'(' if self.strict else '['}{self.low:g}, {self.high:g}{')' if self.strict else ']'}"
+        elif self.low is not None:
+            bounds = f" {'>' if self.strict else '≥'} {self.low:g}"
+        elif self.high is not None:
+            bounds = f" {'<' if self.strict else '≤'} {self.high:g}"
+        else:
+            bounds = ""
+        example = f" ({self.example})" if self.example else ""
+        return KINDS[self.kind] + bounds + example + (" or null" if self.null else "")
+
+
+def checked(prefix: str, values: Mapping[str, Any], options: Mapping[str, Option]) -> dict[str, Any]:
+    """``values`` as a dict, each one ``options`` describes checked (named ``prefix`` + key in errors); the
+    others are left to their reader."""
+    for key, option in options.items():
+        if key in values:
+            option.check(f"{prefix}{key}", values[key])
+    return dict(values)
+
+
+TEXT, PATH, MAPPING, FLAG = Option("text"), Option("path"), Option("mapping"), Option("flag")
+SEED = Option("integer", low=0)              # numpy's generators take no negative seed
+RESAMPLES = Option("integer", low=1)         # bootstrap resamples
+COUNT = Option("integer", low=0)             # how many of something, none allowed
+RUN = {"bootstrap": RESAMPLES, "seed": SEED, "halves": COUNT}  # a rescoring run's own (task.bootstrap, …)
