@@ -23,6 +23,7 @@ ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load
 ARGUMENTS = {**RUN, "sets": Option("mapping", null=True), "scorers": Option("mapping", null=True),
              "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"), "metric": TEXT,
              "base": Option("text", null=True), "out_dir": Option("path", null=True), "data": TEXT, "name": TEXT,
+             "engine": Option("mapping", null=True),
              "accept_changed_models": FLAG, "tuned": Option("path", example="tuned.yaml, or a rescorer.Tuned")}
 
 
@@ -58,7 +59,7 @@ def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
     Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
     (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
     checked("", dict(sets=sets, scorers=scorers, columns=columns, metric=metric, base=base, out_dir=out_dir,
-                     bootstrap=bootstrap, seed=seed, data=data), ARGUMENTS)
+                     engine=engine, bootstrap=bootstrap, seed=seed, data=data), ARGUMENTS)
     rule = {"name": search} if isinstance(search, str) else search
     search_rule(rule)
     named = {name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}
@@ -89,7 +90,7 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     ``sets``: one list (an NBest, a path or NBestSet options, named ``name``) or ``{name: list}``. A scorer whose
     model or options changed since tuning is refused unless ``accept_changed_models``. With ``out_dir`` the same
     files as ``task=rescore`` are written there."""
-    checked("", dict(scorers=scorers, out_dir=out_dir, accept_changed_models=accept_changed_models,
+    checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
                      bootstrap=bootstrap, seed=seed, data=data, name=name), ARGUMENTS)
     if not isinstance(tuned, Tuned):
         ARGUMENTS["tuned"].check("tuned", tuned)
