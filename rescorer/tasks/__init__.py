@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Task keys that mean the same in every task that has them: the run's own options and rescoring's columns.
 TASK = {**RUN, "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
-        "tune_on": Option("text", null=True), "base": Option("mapping", example="{name: score, penalty: none}")}
+        "tune_on": Option("text", null=True)}
 
 
 def register_resolvers() -> None:

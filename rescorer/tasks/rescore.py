@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..combine import Column
+from ..options import Option
 from ..pipeline import read_sets, rescore_lists
 from . import data_of, out_dir_of, plain, scorers_of
 
@@ -14,7 +15,8 @@ def run(cfg: Any) -> dict[str, Any]:
     sets, metric = read_sets(corpus)
     out_dir = out_dir_of(cfg, sets)
     columns = [Column.of(name, spec) for name, spec in task["columns"].items()] if task.get("columns") else None
-    base = dict(task["base"])
+    base = task["base"]  # a column name, or {name, penalty, alpha}
+    base = {"name": base} if isinstance(base, str) else dict(Option("mapping").check("task.base", base))
     name = base.pop("name", None)
     return rescore_lists(sets, scorers_of(cfg), metric, Column.of(name, {"penalty": "none", **base}) if name else None,
                          columns,
