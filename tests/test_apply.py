@@ -197,3 +197,11 @@ def test_the_written_report_page_opens_in_a_browser_with_the_table_and_the_chang
                for u, old in zip(new, rescorer.io.sets.NBestSet(**sets[name]).read()) if u.hyps[0].text != old.hyps[0].text]
     assert changed and all(f'<span class="id">{utt}</span>' in dom for utt in changed)
     assert not re.search(r'(src|href)="https?://', page.read_text())
+
+
+def test_a_scorer_loaded_from_a_path_object_is_written_to_the_tuned_file(tiny_models, tmp_path):
+    scorer = rescorer.load_scorer("ll", Path(tiny_models["gpt2"]), store=str(tmp_path / "s.sqlite"), progress=False)
+    dev = {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), "every": 30, "top": 3}
+    rescorer.rescore(dev, {}, {"ll": scorer}, bootstrap=20, out_dir=tmp_path / "out")
+    spec = yaml.safe_load((tmp_path / "out" / "tuned.yaml").read_text())["scorers"]["ll"]["spec"]
+    assert spec["model"] == str(tiny_models["gpt2"])

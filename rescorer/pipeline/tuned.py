@@ -2,6 +2,7 @@
 and every scorer's full spec and signature, so that new lists are scored and re-ranked exactly as on dev."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -103,7 +104,9 @@ class Tuned:
 def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:
     """How to load ``scorer`` again (``load_scorer`` options, without where it ran); None for in-memory models."""
     spec = scorer.adapter.spec
-    return None if spec is None else {k: v for k, v in spec.items() if k not in ENGINE_KEYS}
+    if spec is None:
+        return None
+    return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in spec.items() if k not in ENGINE_KEYS}
 
 
 def changed_fields(before: str, after: str) -> str:
