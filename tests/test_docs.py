@@ -146,21 +146,42 @@ def test_readme_has_commands():
     assert any(c.startswith("make ") for _, c in README_COMMANDS)
 
 
+def composes(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run a `rescorer` command with `--cfg job` (compose the config, run nothing), or `make -n` a make command."""
+    args = shlex.split(command, comments=True)
+    if args[0] == "make":
+        return subprocess.run(["make", "-n", *args[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+           "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "rescorer", *args[1:], "--cfg", "job"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize("line, command", README_COMMANDS, ids=[f"README.md:{n}" for n, _ in README_COMMANDS])
 def test_readme_command_composes(line, command, tmp_path):
     """Every README `rescorer` command composes its config (`--cfg job`: keys and groups exist, values parse);
     every `make` command names a target the Makefile has (`make -n`)."""
-    args = shlex.split(command, comments=True)
-    if args[0] == "make":
-        if shutil.which("make") is None:
-            pytest.skip("make is not installed")
-        result = subprocess.run(["make", "-n", *args[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    else:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-               "HF_HUB_OFFLINE": "1"}
-        result = subprocess.run([sys.executable, "-m", "rescorer", *args[1:], "--cfg", "job"], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=120)
+    if command.startswith("make ") and shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    result = composes(command, tmp_path)
     assert result.returncode == 0, f"README.md:{line}: {command}\n{result.stderr[-2000:]}"
+
+
+def test_docs_commands_compose(tmp_path):
+    """The `rescorer` commands of docs/ compose too, but those with a placeholder (`...`, `…`, a shell variable)
+    and multirun sweeps (`-m`), which `--cfg job` cannot take. Two at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    found = [(f"{path.relative_to(ROOT)}:{line}", command) for path in sorted(DOCS.rglob("*.md"))
+             if "templates" not in path.relative_to(DOCS).parts
+             for line, command in commands(path.read_text(encoding="utf-8"), ("rescorer ",))
+             if not any(mark in command for mark in ("...", "…", "$", " -m "))]
+    assert len(found) >= 20
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda item: composes(item[1], tmp_path), found))
+    failed = [f"{where}: {command}\n  {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}"
+              for (where, command), result in zip(found, results) if result.returncode != 0]
+    assert not failed, "\n".join(failed)
 
 
 DOC_BLOCKS = [(f"{path.relative_to(ROOT)}:{line}", code) for path in sorted(DOCS.rglob("*.md"))
