@@ -38,6 +38,13 @@ def test_readme_is_a_short_front_door():
     assert "<!-- demo output -->" in lines, "README's quick start keeps the demo's real output after its marker"
 
 
+def test_readme_links_point_at_files_that_exist():
+    """README links into docs/ (and elsewhere in the repository) by relative path: each target exists."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
+    local = [link for link in links if not re.match(r"[a-z]+://", link)]
+    assert local and not [link for link in local if not (ROOT / link).exists()]
+
+
 def test_the_config_page_lists_exactly_the_files_in_conf():
     page = (DOCS / "reference" / "config.md").read_text(encoding="utf-8")
     listed = re.findall(r"^### `(conf/[^`]+\.yaml)`", page, re.M)
