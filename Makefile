@@ -1,4 +1,4 @@
-# `make demo` and `make test` each set up .venv on a fresh machine first.
+# `make demo`, `make test` and `make docs` each set up .venv on a fresh machine first.
 PYTHON ?= python3
 # The CPU wheel this workplace serves locally; `make TORCH=torch` takes whatever pip picks (e.g. a CUDA build).
 TORCH  ?= torch==2.13.0
@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test docs bench clean
 
 setup: $(STAMP)
 
@@ -16,7 +16,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev,ray]"
+	$(BIN)/python -m pip install -q -e ".[dev,ray,docs]"
 	$(BIN)/python -m pip install -q --no-deps $(NODEPS)
 	touch $(STAMP)
 
@@ -25,6 +25,13 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The documentation site: regenerate the pages made from conf/ and benchmarks/results/*.json, then build into site/
+# (--strict: a broken link, anchor or snippet, or a page missing from the navigation, fails the build).
+docs: setup
+	$(BIN)/python docs/gen_config.py
+	$(BIN)/python docs/gen_results.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: setup
 	$(BIN)/python benchmarks/read_speed.py
@@ -35,4 +42,4 @@ bench: setup
 	$(BIN)/rescorer task=bench task.kind=student out_dir=exp/bench
 
 clean:
-	rm -rf $(VENV) exp .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) exp site .pytest_cache .hypothesis *.egg-info
