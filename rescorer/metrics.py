@@ -265,7 +265,7 @@ def bleu(refs: Sequence[str] | str, hyps: Sequence[str] | str, **options) -> flo
 
 @dataclass(frozen=True)
 class Perplexity:
-    """(Pseudo-)perplexity of a text set (spec §1.5): exp(−Σ log-score / N), N in scored tokens or in words."""
+    """(Pseudo-)perplexity of a text set: exp(−Σ log-score / N), N in scored tokens or in words."""
 
     log_score: float
     tokens: int

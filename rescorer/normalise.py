@@ -1,4 +1,4 @@
-"""Text transforms applied before scoring (spec §2); the written and evaluated text stays the original."""
+"""Text transforms applied before scoring; the written and evaluated text stays the original."""
 from __future__ import annotations
 
 from dataclasses import dataclass

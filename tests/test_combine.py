@@ -179,7 +179,7 @@ def test_fast_equals_grid_on_real_moses_bleu():
     assert best_ranks(features, np.array([0.0])).tolist() == [0] * len(nbest)  # weight 0 keeps Moses' 1-best
 
 
-def test_issue16_4_minus_inf_under_weight_zero_is_absent_and_report_matches_outputs(tmp_path):
+def test_minus_inf_under_weight_zero_is_absent_and_report_matches_outputs(tmp_path):
     """0 · (−inf) once gave NaN: the report then disagreed with the written lists. Weight 0 drops the column;
     −inf under a non-zero weight sorts last; the written ranking is the reported one."""
     from rescorer.pipeline import reranked

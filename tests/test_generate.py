@@ -1,4 +1,4 @@
-"""Issue 18 #3: ``rescorer.io.nbest_from_generate`` turns ``model.generate`` beam output into an NBest — tiny random
+"""``rescorer.io.nbest_from_generate`` turns ``model.generate`` beam output into an NBest — tiny random
 Whisper and Marian models built from configs (nothing downloaded): texts decoded as generate's tokenizer decodes them,
 ``score`` = ``sequences_scores`` and ``logprob`` = the summed transition scores, to 1e-5; and the recipe script."""
 from __future__ import annotations

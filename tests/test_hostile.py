@@ -1,5 +1,5 @@
 """Hostile command lines: each bad value gets one stderr line naming it, exit status 2, no traceback, and leaves
-no output behind (issue 16 #7, #8, #9, #10)."""
+no output behind."""
 from __future__ import annotations
 
 import json
@@ -164,7 +164,7 @@ def test_a_model_name_neither_local_nor_cached_fails_in_one_line_within_5_s(tmp_
     assert not (tmp_path / "out").exists()
 
 
-def test_issue16_13_the_readmes_own_data_command_works_as_written(tmp_path):
+def test_the_readmes_own_data_command_works_as_written(tmp_path):
     """README: `rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=DEV_REFS
     data.sets.test.nbest=TEST data.sets.test.refs=TEST_REFS`."""
     sets = {name: DEMO / part for name, part in (("dev", "dev_other"), ("test", "test_clean"))}
@@ -193,7 +193,7 @@ def damaged_store(path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["damaged", "not a database", "under a file"])
-def test_issue16_8_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causal):
+def test_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causal):
     store = tmp_path / "s.sqlite"
     if kind == "damaged":
         damaged_store(store)

@@ -1,4 +1,4 @@
-"""Issue 16: hostile inputs and conversions. Each ``test_issue16_<n>_…`` pins defect #n of the issue."""
+"""Hostile inputs and conversions: each test pins one way a file, a model or an output could go wrong."""
 from __future__ import annotations
 
 import math
@@ -46,7 +46,7 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def test_issue16_2_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
+def test_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
     from rescorer.scorers.loading import fingerprint
 
     model = make_model(tmp_path)
@@ -63,7 +63,7 @@ def test_issue16_2_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, 
     assert fingerprint(str(model), None) != before
 
 
-def test_issue16_2_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
+def test_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     from rescorer import filehash
     from rescorer.scorers.loading import fingerprint
 
@@ -86,14 +86,14 @@ MOSES_OUT_OF_ORDER = lines("1 ||| the house is big ||| LM0= -3.5 ||| -1.5",
 
 
 @pytest.mark.parametrize("fmt", ["moses", "marian"])
-def test_issue16_3_plain_references_attach_by_sentence_id(tmp_path, fmt):
+def test_plain_references_attach_by_sentence_id(tmp_path, fmt):
     (tmp_path / "nbest.txt").write_text(MOSES_OUT_OF_ORDER)
     (tmp_path / "ref.txt").write_text(lines("ref of sentence zero", "ref of sentence one"))
     nbest = read_nbest(tmp_path / "nbest.txt", fmt, refs=tmp_path / "ref.txt")
     assert {u.id: u.ref for u in nbest} == {"0": "ref of sentence zero", "1": "ref of sentence one"}
 
 
-def test_issue16_3_sentence_id_without_a_reference_line_is_an_error(tmp_path):
+def test_sentence_id_without_a_reference_line_is_an_error(tmp_path):
     (tmp_path / "nbest.txt").write_text(MOSES_OUT_OF_ORDER.replace("1 |||", "5 |||"))
     (tmp_path / "ref.txt").write_text(lines("ref of sentence zero", "ref of sentence one"))
     with pytest.raises(NBestFormatError) as info:
@@ -142,7 +142,7 @@ def refusal(nbest: NBest, target: str) -> str | None:
 
 @pytest.mark.parametrize("target", FORMATS)
 @pytest.mark.parametrize("rel", [pytest.param(p.values[0], id=p.id) for p in FIXTURES])
-def test_issue16_5_every_fixture_converts_to_every_format(tmp_path, rel, target):
+def test_every_fixture_converts_to_every_format(tmp_path, rel, target):
     """Write → read back keeps ids, texts and the columns the target holds, or refuses in one line."""
     source = read(rel)
     path = tmp_path / ("out" if target in ("espnet2", "kaldi") else f"out.{target}")
@@ -171,19 +171,19 @@ def test_issue16_5_every_fixture_converts_to_every_format(tmp_path, rel, target)
 
 
 @pytest.mark.parametrize("target", ["espnet1", "sockeye", "mlm-scoring"])
-def test_issue16_5_espnet2_tensor_scores_become_numbers(tmp_path, target):
+def test_espnet2_tensor_scores_become_numbers(tmp_path, target):
     back = write_and_read(read(ESPNET2), tmp_path / f"out.{target}", target)
     assert [h.scores["score"] for h in back.utterances[0].hyps] == [-5.3164, -7.9025, -8.4410]
     assert not any("tensor" in raw for u in back for h in u.hyps for raw in h.raw.values())
 
 
-def test_issue16_5_kaldi_writes_log_probs_as_costs(tmp_path):
+def test_kaldi_writes_log_probs_as_costs(tmp_path):
     back = write_and_read(read(ESPNET2), tmp_path / "out", "kaldi")
     assert back.utterances[0].hyps[0].scores == {"score": -5.3164}
     assert (tmp_path / "out" / "score.cost").read_text().startswith("1272-128104-0000-1 5.3164\n")
 
 
-def test_issue16_5_moses_to_espnet2_keeps_feature_names(tmp_path):
+def test_moses_to_espnet2_keeps_feature_names(tmp_path):
     moses = read("moses/nbest.old-labels.txt")
     back = write_and_read(moses, tmp_path / "out", "espnet2")
     hyp, original = back.utterances[0].hyps[0], moses.utterances[0].hyps[0]
@@ -191,7 +191,7 @@ def test_issue16_5_moses_to_espnet2_keeps_feature_names(tmp_path):
     assert "total" not in hyp.scores
 
 
-def test_issue16_5_fairseq_to_moses_writes_the_natural_log_total(tmp_path):
+def test_fairseq_to_moses_writes_the_natural_log_total(tmp_path):
     fairseq = read("fairseq/results/generate-test.txt")
     path = tmp_path / "out.txt"
     write_nbest(fairseq, path, "moses")
@@ -202,14 +202,14 @@ def test_issue16_5_fairseq_to_moses_writes_the_natural_log_total(tmp_path):
 
 
 @pytest.mark.parametrize("target", ["fairseq", "moses", "marian"])
-def test_issue16_5_non_integer_ids_are_refused(tmp_path, target):
+def test_non_integer_ids_are_refused(tmp_path, target):
     with pytest.raises(NBestFormatError, match="1272-128104-0000") as info:
         write_nbest(read(ESPNET2), tmp_path / "out", target)
     one_line(info.value)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_issue16_5_score_column_picks_the_overall_score(tmp_path):
+def test_score_column_picks_the_overall_score(tmp_path):
     kaldi = read("kaldi/nbest")
     with pytest.raises(NBestFormatError, match="score_column"):
         write_nbest(kaldi, tmp_path / "no.json", "mlm-scoring")
@@ -220,14 +220,14 @@ def test_issue16_5_score_column_picks_the_overall_score(tmp_path):
         write_nbest(kaldi, tmp_path / "k", "kaldi", score_column="am")
 
 
-def test_issue16_5_utterance_without_hypotheses_is_refused(tmp_path):
+def test_utterance_without_hypotheses_is_refused(tmp_path):
     nbest = NBest((Utterance("0", (Hypothesis("a", {"score": -1.0}),)), Utterance("1", ())), fmt="jsonl")
     for target in ("espnet1", "fairseq", "moses", "kaldi"):
         with pytest.raises(NBestFormatError, match="no hypotheses"):
             write_nbest(nbest, tmp_path / f"out.{target}", target)
 
 
-def test_issue16_5_minus_inf_is_written_as_each_format_can_read_it(tmp_path):
+def test_minus_inf_is_written_as_each_format_can_read_it(tmp_path):
     nbest = NBest((Utterance("0", (Hypothesis("a", {"score": -math.inf}),)),), fmt="jsonl")
     for target in ("jsonl", "espnet2", "espnet1", "fairseq", "mlm-scoring"):
         back = write_and_read(nbest, tmp_path / f"out.{target}", target)
@@ -237,14 +237,14 @@ def test_issue16_5_minus_inf_is_written_as_each_format_can_read_it(tmp_path):
             write_nbest(nbest, tmp_path / f"no.{target}", target)
 
 
-def test_issue16_5_espnet1_refuses_texts_its_reader_would_change(tmp_path):
+def test_espnet1_refuses_texts_its_reader_would_change(tmp_path):
     nbest = NBest((Utterance("u", (Hypothesis("\u2581a <eos>", {"score": -1.0}),)),), fmt="jsonl")
     with pytest.raises(NBestFormatError, match="espnet1"):
         write_nbest(nbest, tmp_path / "data.json", "espnet1")
 
 
 # ---------------------------------------------------------------- #11 tabs in ESPnet/Kaldi key files
-def test_issue16_11_espnet2_text_and_score_accept_tabs(tmp_path):
+def test_espnet2_text_and_score_accept_tabs(tmp_path):
     rank = tmp_path / "dec" / "1best_recog"
     rank.mkdir(parents=True)
     (rank / "text").write_text(lines("utt1\tHELLO WORLD", "utt2 GOOD\tBYE"))
@@ -254,13 +254,13 @@ def test_issue16_11_espnet2_text_and_score_accept_tabs(tmp_path):
         ("utt1", "HELLO WORLD", -1.5), ("utt2", "GOOD\tBYE", -2.5)]
 
 
-def test_issue16_11_kaldi_text_references_accept_tabs(tmp_path):
+def test_kaldi_text_references_accept_tabs(tmp_path):
     (tmp_path / "ref").write_text(lines("1089-134686-0001\tSTUFF IT", "1089-134691-0000\tHE COULD"))
     nbest = read("kaldi/nbest", refs=tmp_path / "ref")
     assert [u.ref for u in nbest] == ["STUFF IT", "HE COULD"]
 
 
-def test_issue16_11_score_without_value_says_so(tmp_path):
+def test_score_without_value_says_so(tmp_path):
     rank = tmp_path / "dec" / "1best_recog"
     rank.mkdir(parents=True)
     (rank / "text").write_text(lines("utt1 A", "utt2 B"))
@@ -271,7 +271,7 @@ def test_issue16_11_score_without_value_says_so(tmp_path):
 
 # ---------------------------------------------------------------- #14 ids of `id text` lines
 @pytest.mark.parametrize("bad", ["u2 with space", "u2\twith", "u2\u00a0nbsp", "u2\r", ""])
-def test_issue16_14_one_shared_id_check(tmp_path, bad):
+def test_one_shared_id_check(tmp_path, bad):
     from rescorer.io.common import check_line_id, id_lines
 
     with pytest.raises(NBestFormatError) as info:
@@ -283,7 +283,7 @@ def test_issue16_14_one_shared_id_check(tmp_path, bad):
 
 
 @pytest.mark.parametrize("target", ["espnet2", "kaldi"])
-def test_issue16_14_id_text_writers_refuse_any_whitespace(tmp_path, target):
+def test_id_text_writers_refuse_any_whitespace(tmp_path, target):
     nbest = NBest((Utterance("u2\u00a0x", (Hypothesis("HELLO", {"score": -1.0}),)),), fmt="jsonl")
     with pytest.raises(NBestFormatError, match="whitespace") as info:
         write_nbest(nbest, tmp_path / "out", target)
@@ -292,7 +292,7 @@ def test_issue16_14_id_text_writers_refuse_any_whitespace(tmp_path, target):
 
 
 # ---------------------------------------------------------------- #15 a missing base column, located
-def test_issue16_15_missing_base_column_names_the_utterance_and_line(tmp_path):
+def test_missing_base_column_names_the_utterance_and_line(tmp_path):
     path = tmp_path / "nbest.jsonl"
     path.write_text(lines('{"id": "u1", "hyps": [{"text": "a", "scores": {"score": -1.0, "lm": -2.0}}]}',
                           '{"id": "u2", "hyps": [{"text": "b", "scores": {"lm": -3.0, "am": -1.0}}]}'))
@@ -303,7 +303,7 @@ def test_issue16_15_missing_base_column_names_the_utterance_and_line(tmp_path):
 
 
 @pytest.mark.parametrize("rel", [pytest.param(p.values[0], id=p.id) for p in FIXTURES])
-def test_issue16_15_every_reader_records_file_and_line(rel):
+def test_every_reader_records_file_and_line(rel):
     for utt in read(rel):
         file, _, line = utt.origin.rpartition(":")
         assert Path(file).is_file() and line.isdigit(), utt.origin
@@ -325,7 +325,7 @@ def mode(path: Path) -> int:
 
 
 @pytest.mark.parametrize("mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
-def test_issue16_16_outputs_honour_the_umask(tmp_path, mask, file_mode, dir_mode):
+def test_outputs_honour_the_umask(tmp_path, mask, file_mode, dir_mode):
     from rescorer.io.common import current_umask, write_text
 
     nbest = read(ESPNET2)
@@ -340,7 +340,7 @@ def test_issue16_16_outputs_honour_the_umask(tmp_path, mask, file_mode, dir_mode
     assert mode(tmp_path / "decode" / "1best_recog" / "text") == file_mode
 
 
-def test_issue16_16_failed_write_leaves_nothing(tmp_path):
+def test_failed_write_leaves_nothing(tmp_path):
     from rescorer.io.common import atomic_file
 
     with pytest.raises(RuntimeError), atomic_file(tmp_path / "out.txt") as tmp:
@@ -350,7 +350,7 @@ def test_issue16_16_failed_write_leaves_nothing(tmp_path):
     assert rescorer.NBestFormatError is NBestFormatError
 
 
-def test_issue16_14_the_rescored_1best_refuses_ids_it_cannot_write(tmp_path):
+def test_the_rescored_1best_refuses_ids_it_cannot_write(tmp_path):
     from rescorer.pipeline import write_1best
 
     nbest = NBest((Utterance("u2 with space", (Hypothesis("HELLO WORLD"),)),))

@@ -1,4 +1,4 @@
-"""Issue 18 #3: HyPoradise JSON and the field-mapping reader (``fmt=fields``) on hand-made fixtures
+"""HyPoradise JSON and the field-mapping reader (``fmt=fields``) on hand-made fixtures
 (tests/fixtures/formats/hyporadise, fields): hand-counted contents, byte-identical write-back, the 1-best WER jiwer
 gives, the same NBest from JSONL and CSV, the command line, and file:line errors."""
 from __future__ import annotations

@@ -219,7 +219,7 @@ def test_compiled_layers_score_like_the_eager_model(tiny_models, kind, arch):
     np.testing.assert_allclose(compiled.score(TEXTS[:3]), eager.score(TEXTS[:3]), atol=1e-4)
 
 
-def test_issue16_1_an_empty_hypothesis_never_wins_because_it_had_nothing_to_score(tiny_models):
+def test_an_empty_hypothesis_never_wins_because_it_had_nothing_to_score(tiny_models):
     """LL scores the end of the sentence (log P(EOS | BOS) for ""); PLL gives a text with nothing to mask −inf."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -237,7 +237,7 @@ def test_issue16_1_an_empty_hypothesis_never_wins_because_it_had_nothing_to_scor
     assert pll.perplexity(["", "A CAT"]).tokens == len(pll.token_scores(["A CAT"])[0])
 
 
-def test_issue16_12_a_misspelt_local_path_is_an_error_at_once(tmp_path, monkeypatch):
+def test_a_misspelt_local_path_is_an_error_at_once(tmp_path, monkeypatch):
     from rescorer.scorers.loading import looks_like_hub_name
 
     monkeypatch.chdir(tmp_path)
@@ -296,7 +296,7 @@ LONG = " ".join(" ".join(TEXTS[2:] * 3).split())
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
-def test_issue16_6_long_texts_pll_in_windows_equal_a_naive_windowed_loop(tiny_models, arch):
+def test_long_texts_pll_in_windows_equal_a_naive_windowed_loop(tiny_models, arch):
     windowed = load_scorer("pll", str(tiny_models[arch]), variant="original", window=16, progress=False)
     plain = load_scorer("pll", str(tiny_models[arch]), variant="original", progress=False)
     tokens = windowed.token_scores([LONG])[0]
@@ -317,7 +317,7 @@ def test_long_texts_score_the_same_together_as_alone(tiny_models, kind, arch):
         np.testing.assert_allclose(tokens, scorer.token_scores([text])[0], atol=1e-5)
 
 
-def test_issue16_6_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_models):
+def test_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_models):
     windowed = load_scorer("ll", str(tiny_models["gpt2"]), window=12, stride=5, progress=False)
     plain = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
     tokens = windowed.token_scores([LONG])[0]
@@ -326,7 +326,7 @@ def test_issue16_6_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_mode
     np.testing.assert_allclose(windowed.score(["A CAT"]), plain.score(["A CAT"]), atol=1e-5)
 
 
-def test_issue16_6_a_2000_word_hypothesis_is_scored_not_crashed(tiny_models):
+def test_a_2000_word_hypothesis_is_scored_not_crashed(tiny_models):
     text = " ".join(["THE CAT SAT ON THE MAT"] * 334)[: 2000 * 4]
     for kind, arch in (("pll", "bert"), ("ll", "gpt2")):
         scorer = load_scorer(kind, str(tiny_models[arch]), variant="original", progress=False) if kind == "pll" \

@@ -1,4 +1,4 @@
-"""Issue 18 #4: ``engine.threads`` is the torch thread count inside a scoring run, set by every task; its default is
+"""``engine.threads`` is the torch thread count inside a scoring run, set by every task; its default is
 ``$OMP_NUM_THREADS`` when set, else the physical cores the process may use (affinity mask, cgroup quota)."""
 from __future__ import annotations
 

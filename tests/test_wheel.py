@@ -1,4 +1,4 @@
-"""Issue 18 #1: the wheel works anywhere. It is built from a copy of the sources, installed with
+"""The wheel works anywhere. It is built from a copy of the sources, installed with
 ``pip install --no-deps --target`` (this test environment provides the dependencies), and run from an empty
 directory with the repository off the path: the configs and the demo excerpt come from inside the package."""
 from __future__ import annotations

@@ -4,7 +4,7 @@ The texts are prepared (tokenized) and pooled once, each timed on its own; then 
 pool as in a real run — batches cut from the length-sorted rows, each batch's arrays (ids, mask spans, targets)
 gathered from the pool with NumPy and turned into tensors, the model's place taken by one that returns zeros of
 the right shape, the scores scattered back and finished sentences read out — on one thread. Its rows/s is
-what the host can feed a GPU; the goal (issue 19) is ≥ 1,000,000 rows/s for ~25-token rows at GPU budgets.
+what the host can feed a GPU; the goal is ≥ 1,000,000 rows/s for ~25-token rows at GPU budgets.
 """
 from __future__ import annotations
 

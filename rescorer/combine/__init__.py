@@ -1,4 +1,4 @@
-"""Log-linear interpolation of score columns (spec §3) and the weight search on a dev set (§3.1)."""
+"""Log-linear interpolation of score columns and the weight search on a dev set."""
 from .interpolate import Column, Features, totals
 from .search import SearchResult, fast_search, grid_search, search_weights, weight_grid
 

@@ -1,4 +1,4 @@
-"""total(h) = Σ_k w_k · s_k(h) / lp_k(h) + β·|h|_words (spec §3), vectorised over [utterances × N × columns]."""
+"""total(h) = Σ_k w_k · s_k(h) / lp_k(h) + β·|h|_words, vectorised over [utterances × N × columns]."""
 from __future__ import annotations
 
 import math

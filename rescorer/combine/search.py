@@ -1,4 +1,4 @@
-"""Weight search on a dev set (spec §3.1): the paper-faithful grid and the fast search on sufficient statistics.
+"""Weight search on a dev set: the paper-faithful grid and the fast search on sufficient statistics.
 
 ``grid_search`` re-ranks, then scores the chosen strings with jiwer / sacrebleu for every setting, as the
 paper's scripts do. ``fast_search`` scores settings in blocks from per-hypothesis statistics (a gather and a

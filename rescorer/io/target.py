@@ -1,6 +1,6 @@
 """How one writer renders an N-best list in its format, and what it refuses before writing anything.
 
-Rules (issue 16 #5):
+Rules:
 
 - ``raw`` values and format extras (``meta``) are written verbatim only to the format they were read
   from (:func:`native_format`); any other format gets the natural-log value in its own convention

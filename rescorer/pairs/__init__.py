@@ -1,4 +1,4 @@
-"""Minimal pairs and acceptability (spec §1.4, §4): pair readers, judgment methods, accuracy, PLL desiderata."""
+"""Minimal pairs and acceptability: pair readers, judgment methods, accuracy, PLL desiderata."""
 from .data import Pair, PairSet, read_pairs, read_sentences
 from .methods import Judge, Judgments, ensemble, majority, parse_ensemble
 

@@ -1,4 +1,4 @@
-"""Acceptability judgments of minimal pairs (spec §1.4, §4): each method gives both sentences of a pair a score,
+"""Acceptability judgments of minimal pairs: each method gives both sentences of a pair a score,
 and is correct on the pair when score(good) > score(bad).
 
 | method | the score of a sentence S |

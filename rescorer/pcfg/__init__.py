@@ -1,4 +1,4 @@
-"""A known generative grammar as ground truth (spec §1.6): CNF PCFGs, exact conditionals, perplexity bounds."""
+"""A known generative grammar as ground truth: CNF PCFGs, exact conditionals, perplexity bounds."""
 from .charts import Charts
 from .grammar import PCFG, GrammarFileError, read_grammar, write_grammar
 from .treebank import UNK, Induction, induce, induce_from, load_grammar, read_treebank

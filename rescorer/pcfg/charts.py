@@ -1,4 +1,4 @@
-"""Exact conditionals of a CNF PCFG (spec §1.6): inside–outside for masked words, prefix probabilities for
+"""Exact conditionals of a CNF PCFG: inside–outside for masked words, prefix probabilities for
 next words, vectorised over all spans of one width.
 
 Charts are indexed by half-open spans [i, j). Each cell holds a vector over symbols divided by its largest

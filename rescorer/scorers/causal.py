@@ -1,4 +1,4 @@
-"""Causal-LM log-likelihood (spec §1.2): LL(S) = Σ log P(t_i | BOS, t_<i), one forward pass per sentence."""
+"""Causal-LM log-likelihood: LL(S) = Σ log P(t_i | BOS, t_<i), one forward pass per sentence."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence

@@ -1,4 +1,4 @@
-"""Masked-LM pseudo-log-likelihood (spec §1.1): one masked copy per token, four masking variants.
+"""Masked-LM pseudo-log-likelihood: one masked copy per token, four masking variants.
 
 The encoder runs on each batch of copies; its last layer (BERT-style models) and
 the MLM head are computed only at the scored position of each copy, so the

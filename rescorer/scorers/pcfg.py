@@ -1,4 +1,4 @@
-"""The exact conditionals of a PCFG as a scorer (spec §1.6), so a known grammar can be "the model" anywhere.
+"""The exact conditionals of a PCFG as a scorer, so a known grammar can be "the model" anywhere.
 
 ``variant=masked`` is PLL-shaped: log P_G(w_i | w_\\i) per word (inside–outside); ``variant=causal`` is
 LL-shaped: log P_G(w_i | w_<i) per word (prefix probabilities), plus log P_G(end | w) with ``score_eos``.

@@ -1,4 +1,4 @@
-"""Maskless student (spec §1.3, Salazar §2.2/§3.6): one forward pass predicts a teacher's PLL.
+"""Maskless student (Salazar et al. 2020, §2.2/§3.6): one forward pass predicts a teacher's PLL.
 
 A student is a Hugging Face encoder with a one-output regression head, trained by ``task=distill``:
 - ``sentence`` (the paper's): ``*ForSequenceClassification`` — a head on the first ([CLS]) position

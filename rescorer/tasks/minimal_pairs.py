@@ -1,4 +1,4 @@
-"""``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set (spec §1.4, §4).
+"""``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set.
 
 Every method of ``task.methods`` runs with every selected scorer (``scorer=[ll]``; a masked LM once per PLL
 variant of ``task.variants``; Yes/No and A/B with causal LMs only), then the ``task.ensembles``. A causal LM's

@@ -1,4 +1,4 @@
-"""``rescorer task=pcfg``: a known grammar as ground truth (spec §1.6, Jumelet & Zuidema 2023).
+"""``rescorer task=pcfg``: a known grammar as ground truth (Jumelet & Zuidema 2023).
 
 Stages (each resumable: rerun the same command): induce or load the grammar → sample train/dev/test
 (seeded; dev and test hold no train sentence, paper §4.1) → train a small masked LM (``train.adapt``) and a

@@ -1,8 +1,8 @@
-"""Domain adaptation (spec §5, Salazar §3.5): continue masked-LM training of an encoder on target-domain text.
+"""Domain adaptation (Salazar et al. 2020, §3.5): continue masked-LM training of an encoder on target-domain text.
 
 Standard BERT masking (15% of tokens; 80% [MASK], 10% random, 10% kept), the LM head applied only at the
 masked positions, AdamW with warm-up and linear decay, bf16 autocast on GPU. Every ``eval_every`` steps the
-dev pseudo-perplexity (spec §1.5, our PLL scorer) picks the best checkpoint. The run is an objective of
+dev pseudo-perplexity (our PLL scorer) picks the best checkpoint. The run is an objective of
 ``train.loop``: stopped by ``until``/``max_seconds``, the next run resumes from ``out_dir/last``.
 An encoder without an MLM head (e.g. MiniLM sentence encoders) gets a fresh head tied to its word embeddings.
 """

@@ -1,6 +1,6 @@
 """Causal-LM training on in-memory sentences (the small LMs of the PCFG study): next-word cross-entropy on
 [BOS] w_1 … w_n [EOS], AdamW with warm-up and linear decay. Every ``eval_every`` steps the dev perplexity
-(spec §1.5, through the LL scorer) picks ``out_dir/best``; a run stopped by ``until``/``max_seconds``
+(through the LL scorer) picks ``out_dir/best``; a run stopped by ``until``/``max_seconds``
 resumes from ``out_dir/last`` (an objective of ``train.loop``)."""
 from __future__ import annotations
 

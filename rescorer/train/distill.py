@@ -1,4 +1,4 @@
-"""Distil a PLL teacher into a one-pass student (spec §1.3; Salazar §2.2, §3.6).
+"""Distil a PLL teacher into a one-pass student (Salazar et al. 2020, §2.2, §3.6).
 
 The teacher's PLLs (sentence totals and per-token log-probs) come through the score store, so they are
 computed once and reused. The student starts from an encoder (by default the teacher's own) with a
