@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DEMO, ROOT, SHARED
-from .test_readme_examples import missing, needs, python_blocks
+from .conftest import ROOT
+from .test_readme_examples import missing, needs, python_blocks, run_block
 
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
@@ -206,16 +206,7 @@ def test_docs_python_block_runs_as_written(where, code, tmp_path):
     reasons = [reason for reason in map(missing, sorted(said)) if reason]
     if reasons:
         pytest.skip("; ".join(reasons))
-    work = tmp_path / "work"
-    (work / "recipes" / "demo").mkdir(parents=True)
-    (work / "recipes" / "demo" / "data").symlink_to(DEMO)
-    if SHARED.exists():
-        (tmp_path / "shared").mkdir()
-        (tmp_path / "shared" / "data").symlink_to(SHARED)
-    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = run_block(code, tmp_path)
     assert result.returncode == 0, f"{where}: the block failed:\n{result.stderr[-3000:]}"
 
 

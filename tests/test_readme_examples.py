@@ -51,11 +51,9 @@ def test_readme_has_python_examples():
     assert len(BLOCKS) >= 3
 
 
-@pytest.mark.parametrize("line, code", BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
-def test_readme_python_block_runs_as_written(line, code, tmp_path):
-    reasons = [reason for reason in map(missing, sorted(needs(code))) if reason]
-    if reasons:
-        pytest.skip("; ".join(reasons))
+def run_block(code: str, tmp_path: Path, offline: bool = True) -> subprocess.CompletedProcess:
+    """``code`` in a fresh process in an empty directory where the demo excerpt is at recipes/demo/data (and
+    ../shared/data where it exists), with this checkout's rescorer; offline unless the block downloads."""
     work = tmp_path / "work"
     (work / "recipes" / "demo").mkdir(parents=True)
     (work / "recipes" / "demo" / "data").symlink_to(DEMO)
@@ -64,10 +62,18 @@ def test_readme_python_block_runs_as_written(line, code, tmp_path):
         (tmp_path / "shared" / "data").symlink_to(SHARED)
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # this checkout's rescorer
     env = {"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    if "download" not in needs(code):
+    if offline:
         env["HF_HUB_OFFLINE"] = "1"
-    result = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
-                            timeout=600)
+    return subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("line, code", BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
+def test_readme_python_block_runs_as_written(line, code, tmp_path):
+    reasons = [reason for reason in map(missing, sorted(needs(code))) if reason]
+    if reasons:
+        pytest.skip("; ".join(reasons))
+    result = run_block(code, tmp_path, offline="download" not in needs(code))
     assert result.returncode == 0, f"README.md:{line}: the block failed:\n{result.stderr[-3000:]}"
 
 
