@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from ..metrics import Metric, NBestStats
 from ..report import write_report
 from ..types import NBest
-from ..version import __version__
+from ..version import TOOL, signature
 from .outputs import OutDir, checked_out_dir, run_dir
 
 
@@ -24,7 +24,7 @@ def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path | Ou
             "oracle": {metric.name: metric.scale * stats.score(stats.oracle_ranks())},
         }
     report = {"task": "evaluate", "data": data, "metric": metric.name, "units": metric.units,
-              "signature": f"rescorer:{__version__}|{metric.signature}", "sets": entries}
+              "signature": signature(TOOL, metric.signature), "sets": entries}
     columns = ["utterances", "hypotheses", f"baseline.{metric.name}", f"oracle.{metric.name}"]
     with run_dir(target) as out:
         write_report(out.work, report, columns, f"{data}: input 1-best and oracle {metric.name.upper()}")

@@ -25,7 +25,7 @@ from ..options import MAPPING, RUN, checked
 from ..plots import unplotted, weight_plot
 from ..report import write_report
 from ..types import NBest
-from ..version import __version__
+from ..version import TOOL, signature as signed
 from ..changes import Change, changed
 from ..html_report import write_html
 from ..io import check_nbest, natural_base
@@ -282,8 +282,8 @@ def weights_text(weights: Mapping[str, float]) -> str:
 def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: Mapping[str, float],
               search: str) -> str:
     """How a re-ranking was made, sacrebleu-style: tool version, metric, base, each weight and penalty, search."""
-    return "|".join([f"rescorer:{__version__}", metric.signature, f"base:{base.name}",
-                     *(f"{c.name}:{weights[c.name]:g}/lp:{c.penalty}" for c in columns), f"search:{search}"])
+    return signed(TOOL, metric.signature, f"base:{base.name}",
+                  *(f"{c.name}:{weights[c.name]:g}/lp:{c.penalty}" for c in columns), f"search:{search}")
 
 
 def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from ..engine import BoundScorer, ScoredTexts
 from ..report import write_report
 from ..types import NBest
-from ..version import __version__
+from ..version import TOOL
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_scored
 from .scoring import score_nbest, set_perplexities
 
@@ -41,5 +41,5 @@ def score_report(sets: Mapping[str, NBest], results: Mapping[str, tuple[NBest, d
                 "texts": stats.sentences, "cached": stats.cached, "rows": stats.rows_computed,
                 "seconds": stats.seconds, "ppl": set_perplexities(nbest, scorer, scores[column], "input_1best")}
         entries[name] = entry
-    return {"task": "score", "data": data, "signature": f"rescorer:{__version__}",
+    return {"task": "score", "data": data, "signature": TOOL,
             "scorers": {c: s.signature for c, s in scorers.items()}, "sets": entries}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..normalise import Normaliser
-from ..version import __version__
+from ..version import TOOL, signature
 from .rows import RowPool
 
 TOKENIZE_CHUNK = 4096  # texts per tokenizer call in ``prepare_all``
@@ -136,8 +136,7 @@ class Scorer(ABC):
         return wait
 
     def _signature(self, **parts: Any) -> str:
-        fields = "|".join(f"{k}:{v}" for k, v in parts.items())
-        return f"{self.kind}|{fields}|{self.normaliser.signature}|rescorer:{__version__}"
+        return signature(self.kind, signature(**parts), self.normaliser.signature, TOOL)
 
 
 def token_bytes(config: Any, vocabulary_logits: bool = False) -> int:

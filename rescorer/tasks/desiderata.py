@@ -16,7 +16,7 @@ from ..pairs.desiderata import (FRAMES, DesiderataScores, correlations, log_freq
                                 verdicts, words_of)
 from ..plots import scatter_grid
 from ..report import write_report
-from ..version import __version__
+from ..version import TOOL, signature
 from . import plain
 
 PAPER = "Kauf & Ivanova (BERT-base, EventsAdapt): word_l2r above original on all three"
@@ -43,8 +43,8 @@ def desiderata(sentences: Sequence[str], masked: Mapping[str, BoundScorer], caus
         "task": "desiderata", "sentences": name, "n_sentences": len(sentences), "n_words": len(words),
         "multi_token_words": {model: multi_token_share(s.adapter.tokenizer, words)
                               for model, s in (("masked", next(iter(masked.values()))), ("causal", causal)) if s},
-        "signature": f"rescorer:{__version__}|sentences:{name}|n:{len(sentences)}|words:{len(words)}|"
-                     f"wordfreq:{language}|frames:{','.join(frames.values())}",
+        "signature": signature(TOOL, sentences=name, n=len(sentences), words=len(words), wordfreq=language,
+                               frames=",".join(frames.values())),
         "scorers": {label: s.signature for label, s in scorers.items()},
         "variants": table, "outputs": {"plot": str(plot)},
     }

@@ -20,7 +20,7 @@ from ..pairs.evaluate import pair_records, summarise, write_pair_records
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
 from ..plots import phenomenon_bars
 from ..report import write_report
-from ..version import __version__
+from ..version import TOOL, signature
 from . import plain
 
 
@@ -52,12 +52,12 @@ def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], me
     out = Path(out_dir)
     records = write_pair_records(out / "pairs.jsonl", pair_records(pairs, results, lengths))
     plot = phenomenon_bars(summaries, out / "accuracy.png", f"{name}: accuracy per phenomenon")
-    options = "|".join(f"{k}:{v}" for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple)))
+    options = {k: v for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple))}
     eos = {label: bool(s.adapter.score_eos) for label, s in scorers.items() if hasattr(s.adapter, "score_eos")}
     report = {
         "task": "minimal_pairs", "pairs": name, "n_pairs": len(pairs),
         "paradigms": dict(Counter(p.paradigm for p in pairs)),
-        "signature": f"rescorer:{__version__}|pairs:{name}|n:{len(pairs)}|{options}|trials:{trials}",
+        "signature": signature(TOOL, pairs=name, n=len(pairs), **options, trials=trials),
         "scorers": {label: s.signature for label, s in scorers.items()},
         "eos_scored": eos,
         "methods": summaries, "seconds": time.perf_counter() - start,

@@ -28,7 +28,7 @@ from ..report import write_report
 from ..train.adapt import AdaptConfig, adapt
 from ..train.causal import CausalConfig, train_causal
 from ..train.scratch import Shape, build_lm, word_tokenizer
-from ..version import __version__
+from ..version import TOOL, signature
 from . import plain
 
 SPLITS = ("train", "dev", "test")
@@ -142,7 +142,7 @@ def run_experiment(options: Mapping[str, Any], out_dir: str | Path,
              for kind in models or MODELS}  # no models: the lower bounds alone
     words = sum(len(t.split()) for t in test)
     report: dict[str, Any] = {
-        "task": "pcfg", "signature": f"rescorer:{__version__}|grammar:{grammar.fingerprint}|seed:{seed}",
+        "task": "pcfg", "signature": signature(TOOL, grammar=grammar.fingerprint, seed=seed),
         "grammar": {"source": str(options["grammar"]), "induction": asdict(induction),
                     "fingerprint": grammar.fingerprint, "symbols": grammar.num_symbols, "binary_rules": len(grammar.prob),
                     "lexical_rules": len(grammar.lex_prob), "words": len(grammar.words)},
