@@ -33,7 +33,7 @@ def test_public_api_names():
                  "detect_format", "NBest", "Utterance", "Hypothesis", "Rescored", "pipeline", "shipped", "__version__",
                  "apply", "Tuned"):
         assert name in rescorer.__all__ and hasattr(rescorer, name), name
-    for name in ("read_sets", "score_nbest", "prepare", "tune", "apply_weights", "apply_tuned", "rescore_lists",
+    for name in ("read_sets", "score_nbest", "prepare", "tune", "apply_weights", "apply_tuned", "rescore_loaded",
                  "evaluate"):
         assert callable(getattr(rescorer.pipeline, name)), name
     assert rescorer.io.nbest_from_generate is rescorer.nbest_from_generate
@@ -45,9 +45,9 @@ def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(t
     dev, test = read_demo("dev_other"), read_demo("test_clean")
     lm = rescorer.load_scorer("ll", str(tiny_causal), store="exp/store.sqlite", progress=False)
     result = rescorer.rescore(dev=dev, sets={"test_clean": test}, scorers={"ll": lm})
-    assert set(result.weights) == {"ll"} and set(result.report["sets"]) == {"dev", "test_clean"}
+    assert set(result.weights) == {"ll"} and set(result.report.sets) == {"dev", "test_clean"}
     rescored = result.nbests["test_clean"]
-    assert result.report["sets"]["test_clean"]["rescored"]["wer"] == pytest.approx(
+    assert result.report.sets["test_clean"].rescored["wer"] == pytest.approx(
         100 * jiwer.wer(rescored.refs(), [u.hyps[0].text for u in rescored]), abs=1e-9)
     rescorer.write_nbest(rescored, "exp/rescored/test_clean")
     back = rescorer.read_nbest(tmp_path / "exp" / "rescored" / "test_clean")
@@ -62,51 +62,52 @@ def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(t
     weights = np.array([search.weights[c.name] for c in columns])
     reranked, entry = pipeline.apply_weights(pipeline.prepare(test, {"ll": lm}, base, columns, metric), weights, metric)
     for key in ("baseline", "rescored", "oracle", "ci95", "changed_1best"):
-        assert entry[key] == result.report["sets"]["test_clean"][key], key
+        assert getattr(entry, key) == getattr(result.report.sets["test_clean"], key), key
     assert reranked == rescored
 
 
 def test_rescore_tunes_input_columns_without_lms_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sets = {"dev_other": demo_set("dev_other"), "test_clean": demo_set("test_clean")}
-    result = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100)
+    result = rescorer.rescore(dev="dev_other", sets=sets, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100)
     assert list(tmp_path.iterdir()) == []
-    assert set(result.weights) == {"ctc"} and result.report["tuned_on"] == "dev_other"
+    assert set(result.weights) == {"ctc"} and result.report.tuned_on == "dev_other"
     for name, nbest in result.nbests.items():
-        entry = result.report["sets"][name]
-        assert "outputs" not in entry and entry["utterances"] == 20 and entry["hypotheses"] == 100
-        assert entry["rescored"]["wer"] == pytest.approx(100 * jiwer.wer(nbest.refs(), nbest.select([0] * 20)))
+        entry = result.report.sets[name]
+        assert entry.outputs is None and entry.utterances == 20 and entry.hypotheses == 100
+        assert entry.rescored["wer"] == pytest.approx(100 * jiwer.wer(nbest.refs(), nbest.select([0] * 20)))
         assert all("rescore" in h.scores for u in nbest for h in u.hyps)
 
-    written = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100,
+    written = rescorer.rescore(dev="dev_other", sets=sets, columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=100,
                                out_dir=tmp_path / "out")
     on_disk = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert on_disk == written.report and written.nbests == result.nbests
+    assert on_disk == written.report.to_json() and written.nbests == result.nbests
+    assert rescorer.Report.from_json(on_disk) == written.report  # report.json reads back as the same report
     for name, entry in on_disk["sets"].items():
-        assert {k: v for k, v in entry.items() if k != "outputs"} == result.report["sets"][name]
+        assert {k: v for k, v in entry.items() if k != "outputs"} == result.report.sets[name].to_json()
         assert Path(entry["outputs"]["1best"]).is_file()
-    assert on_disk["search"]["plot"] is not None and result.report["search"]["plot"] is None
+    assert on_disk["search"]["plot"] is not None and result.report.search.plot is None
 
 
 def test_rescore_takes_scorer_options_paths_and_refuses_what_it_cannot_use(tmp_path, tiny_causal):
     dev = read_demo("dev_other")
     loaded = rescorer.load_scorer("ll", str(tiny_causal), store=str(tmp_path / "s.sqlite"), progress=False)
-    by_object = rescorer.rescore(dev, {}, {"ll": loaded}, bootstrap=50)
-    by_options = rescorer.rescore(dev, {}, {"ll": {"kind": "ll", "model": str(tiny_causal)}}, bootstrap=50,
+    by_object = rescorer.rescore(dev=dev, scorers={"ll": loaded}, bootstrap=50)
+    by_options = rescorer.rescore(dev=dev, scorers={"ll": {"kind": "ll", "model": str(tiny_causal)}}, bootstrap=50,
                                   engine={"store": str(tmp_path / "s.sqlite"), "progress": False})
     for run in (by_object, by_options):
-        run.report["search"].pop("seconds")
-    assert by_object.report == by_options.report and by_object.report["tuned_on"] == "dev"
-    assert by_object.report["metric"] == "wer"
+        run.report.search.seconds = 0
+    assert by_object.report == by_options.report and by_object.report.tuned_on == "dev"
+    assert by_object.report.metric == "wer"
 
     with pytest.raises(rescorer.ConfigError, match="no references to tune on"):
-        rescorer.rescore(dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), {}, {"ll": loaded})
+        rescorer.rescore(dev=dev.with_utterances([u.__class__(u.id, u.hyps) for u in dev]), scorers={"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="named 'dev'"):
-        rescorer.rescore(dev, {"dev": dev}, {"ll": loaded})
+        rescorer.rescore(dev=dev, sets={"dev": dev}, scorers={"ll": loaded})
     with pytest.raises(rescorer.ConfigError, match="dev must be an NBest"):
-        rescorer.rescore(42, {}, {})
+        rescorer.rescore(dev=42)
     with pytest.raises(rescorer.ConfigError, match="unknown column ll key 'rnage', did you mean 'range'"):
-        rescorer.rescore(dev, {}, {"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})
+        rescorer.rescore(dev=dev, scorers={"ll": loaded}, columns={"ll": {"rnage": [0, 1]}})
 
 
 def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
@@ -116,11 +117,11 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
     columns, base = [Column("ctc", range=(0, 1), step=0.5)], Column("score")
     prepared = {name: pipeline.prepare(nbest, {}, base, columns, make_metric("wer")) for name, nbest in sets.items()}
     search = pipeline.tune(prepared["dev_other"], columns)
-    report = pipeline.rescore_lists(sets, {}, metric, base, columns, bootstrap=100, data="demo",
+    report = pipeline.rescore_loaded(sets, {}, metric, base, columns, bootstrap=100, data="demo",
                                     out_dir=tmp_path / "out").report
-    assert report["weights"] == search.weights
+    assert report.weights == search.weights
     evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
-    assert evaluated["sets"]["test_clean"]["baseline"] == report["sets"]["test_clean"]["baseline"]
+    assert evaluated["sets"]["test_clean"]["baseline"] == report.sets["test_clean"].baseline
 
 
 @pytest.mark.parametrize("low, high, higher_is_better, words", [
@@ -146,5 +147,5 @@ def test_too_few_utterances_or_resamples_cannot_be_significant(utterances, sampl
 
 def test_identical_results_under_one_resample_are_unchanged(tmp_path):
     dev = read_demo("dev_other")
-    result = rescorer.rescore(dev, {}, {}, columns={"ctc": {"range": [0, 0], "step": 1}}, bootstrap=1)
-    assert result.report["sets"]["dev"]["change"] == "unchanged (tuned here)"
+    result = rescorer.rescore(dev=dev, columns={"ctc": {"range": [0, 0], "step": 1}}, bootstrap=1)
+    assert result.report.sets["dev"].change == "unchanged (tuned here)"

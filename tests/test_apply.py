@@ -118,7 +118,7 @@ def test_rescore_tunes_on_the_labelled_set_and_rescores_the_unlabelled_one(tmp_p
 def test_a_set_without_references_cannot_be_tuned_on(tmp_path):
     new = rescorer.read_nbest(DEMO / "test_clean")
     with pytest.raises(ConfigError, match="no references to tune on"):
-        rescorer.rescore(new, {}, {}, columns={"ctc": {"range": [0, 1], "step": 0.5}})
+        rescorer.rescore(dev=new, columns={"ctc": {"range": [0, 1], "step": 0.5}})
 
 
 def strip_lines(source: Path, target: Path, prefix: str) -> Path:
@@ -140,7 +140,7 @@ def test_tune_then_apply_in_other_formats(fixture, unlabel, base, best, tiny_mod
     source = FORMATS / fixture
     scorers = {"ll": {"kind": "ll", "model": str(tiny_models["gpt2"]), "case": "lower"}}
     columns = {"ll": {"range": [0, 1], "step": 0.5}}
-    tuned = rescorer.rescore(source, {}, scorers, base=base, columns=columns, bootstrap=20, out_dir=tmp_path / "tune")
+    tuned = rescorer.rescore(dev=source, scorers=scorers, base=base, columns=columns, bootstrap=20, out_dir=tmp_path / "tune")
     new = unlabel(source, tmp_path / source.name)
     assert not rescorer.read_nbest(new).has_refs
     applied = rescorer.apply(new, tmp_path / "tune" / "tuned.yaml", out_dir=tmp_path / "apply", name="dev")
@@ -186,13 +186,13 @@ def test_the_written_report_page_opens_in_a_browser_with_the_table_and_the_chang
         pytest.skip("no chromium or chromium-browser binary on PATH (Debian: apt-get install chromium)")
     sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
             for name in ("dev_other", "test_clean")}
-    result = rescorer.rescore("dev_other", sets, {}, columns={"lm": {"range": [2, 2], "step": 1}}, bootstrap=50,
+    result = rescorer.rescore(dev="dev_other", sets=sets, columns={"lm": {"range": [2, 2], "step": 1}}, bootstrap=50,
                               out_dir=tmp_path / "out")  # a fixed extra weight on ESPnet's LM: 1-bests change
     page = tmp_path / "out" / "report.html"
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     root = re.search(r"<html[^>]*>", dom).group(0)
     assert 'data-ready="yes"' in root and "data-errors" not in root
-    assert '<table class="numbers">' in dom and f"{result.report['sets']['test_clean']['rescored']['wer']:.2f}" in dom
+    assert '<table class="numbers">' in dom and f"{result.report.sets['test_clean'].rescored['wer']:.2f}" in dom
     changed = [u.id for name, new in result.nbests.items()
                for u, old in zip(new, rescorer.io.sets.NBestSet(**sets[name]).read()) if u.hyps[0].text != old.hyps[0].text]
     assert changed and all(f'<span class="id">{utt}</span>' in dom for utt in changed)
@@ -202,6 +202,6 @@ def test_the_written_report_page_opens_in_a_browser_with_the_table_and_the_chang
 def test_a_scorer_loaded_from_a_path_object_is_written_to_the_tuned_file(tiny_models, tmp_path):
     scorer = rescorer.load_scorer("ll", Path(tiny_models["gpt2"]), store=str(tmp_path / "s.sqlite"), progress=False)
     dev = {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), "every": 30, "top": 3}
-    rescorer.rescore(dev, {}, {"ll": scorer}, bootstrap=20, out_dir=tmp_path / "out")
+    rescorer.rescore(dev=dev, scorers={"ll": scorer}, bootstrap=20, out_dir=tmp_path / "out")
     spec = yaml.safe_load((tmp_path / "out" / "tuned.yaml").read_text())["scorers"]["ll"]["spec"]
     assert spec["model"] == str(tiny_models["gpt2"])

@@ -223,7 +223,7 @@ def test_the_python_api_refuses_a_set_name_that_is_a_path_before_writing(workspa
     victim = workspace / "o" / "chain" / "dev.jsonl"
     before = checksums(workspace)
     with pytest.raises(ConfigError, match=r"set name '/.*/chain/dev' is not a plain name"):
-        rescorer.rescore(str(victim), sets={str(victim.with_suffix("")): str(victim)},
+        rescorer.rescore(dev=str(victim), sets={str(victim.with_suffix("")): str(victim)},
                          columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=20, out_dir=workspace / "api")
     assert checksums(workspace) == before
 
@@ -270,7 +270,7 @@ def test_apply_refuses_an_out_dir_holding_its_tuned_rescorer(workspace):
 def test_the_python_api_refuses_an_out_dir_holding_its_dev_set(workspace):
     before = checksums(workspace)
     with pytest.raises(ConfigError, match=r"out_dir=.*chain holds .*dev\.jsonl"):
-        rescorer.rescore(str(workspace / "o" / "chain" / "dev.jsonl"), columns={"ctc": {"range": [0, 1], "step": 0.5}},
+        rescorer.rescore(dev=str(workspace / "o" / "chain" / "dev.jsonl"), columns={"ctc": {"range": [0, 1], "step": 0.5}},
                          bootstrap=20, out_dir=workspace / "o" / "chain")
     assert checksums(workspace) == before
 

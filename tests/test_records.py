@@ -131,9 +131,9 @@ def test_fields_and_hyporadise_from_the_command_line(tmp_path):
 
 
 def test_rescored_hyporadise_is_written_back_as_hyporadise(tmp_path):
-    result = rescorer.rescore(COMPACT, {}, {}, base="am_score", columns={"words": {"range": [0, 1], "step": 1}},
+    result = rescorer.rescore(dev=COMPACT, base="am_score", columns={"words": {"range": [0, 1], "step": 1}},
                               out_dir=tmp_path / "out", bootstrap=10)
-    written = Path(result.report["sets"]["dev"]["outputs"]["native"])
+    written = Path(result.report.sets["dev"].outputs["native"])
     assert written.name == "compact.json" and rescorer.detect_format(written) == "hyporadise"
     back = rescorer.read_nbest(written)
     assert [[h.text for h in u.hyps] for u in back] == [[h.text for h in u.hyps] for u in result.nbests["dev"]]

@@ -47,14 +47,14 @@ def test_a_per_token_base_gets_per_token_lm_columns_by_default(fmt, tmp_path, tm
     paths = per_token_lists(tmp_path)
     student = {"kind": "student", "model": shipped_model("student_mse"), "case": "sentence", "append_period": True}
     engine = {"store": str(tmp_path_factory.getbasetemp() / "scales.sqlite"), "progress": False}
-    runs = {penalty: rescorer.rescore(paths[f"{fmt}_dev"], {"held": paths[f"{fmt}_held"]}, {"student": student},
+    runs = {penalty: rescorer.rescore(dev=paths[f"{fmt}_dev"], sets={"held": paths[f"{fmt}_held"]}, scorers={"student": student},
                                       metric="wer", columns={"student": {"penalty": penalty}}, engine=engine,
                                       bootstrap=100)
             for penalty in ("auto", "none", "tokens")}
     assert runs["none"].weights == {"student": 0.0}           # sums drown a per-token base: nothing can be tuned
     assert runs["auto"].weights == runs["tokens"].weights != {"student": 0.0}
-    assert runs["auto"].report["penalties"] == {"student": "tokens"} and "per token" in runs["auto"].report["notes"][0]
-    held = {p: r.report["sets"]["held"]["rescored"]["wer"] for p, r in runs.items()}
+    assert runs["auto"].report.penalties == {"student": "tokens"} and "per token" in runs["auto"].report.notes[0]
+    held = {p: r.report.sets["held"].rescored["wer"] for p, r in runs.items()}
     assert held["auto"] == held["tokens"] < held["none"]
 
 
@@ -88,9 +88,9 @@ def test_a_weight_on_the_edge_of_its_range_is_reported_with_a_wider_range():
 def test_a_dev_set_that_cannot_inform_the_weights_keeps_the_base_and_says_so(capsys):
     nbest = planted()
     flat = nbest.with_columns({"flat": [0.0] * nbest.num_hypotheses})
-    result = rescorer.rescore(flat, {}, {}, base="score", columns={"flat": {"range": [0, 1], "step": 0.25}})
+    result = rescorer.rescore(dev=flat, base="score", columns={"flat": {"range": [0, 1], "step": 0.25}})
     assert result.weights == {"flat": 0.0}
-    assert result.report["warnings"][0].startswith("every weight setting gives the same dev result")
+    assert result.report.warnings[0].startswith("every weight setting gives the same dev result")
     assert capsys.readouterr().err.count("rescorer: warning: every weight setting") == 1
 
 

@@ -204,11 +204,11 @@ def overflowing_list(rows) -> NBest:
 
 def test_report_and_written_1best_agree_when_totals_overflow(tmp_path):
     nbest = overflowing_list(OVERFLOWING)
-    result = rescorer.rescore(nbest, columns=AT_TWO, bootstrap=1000, out_dir=tmp_path / "run")
+    result = rescorer.rescore(dev=nbest, columns=AT_TWO, bootstrap=1000, out_dir=tmp_path / "run")
     best = [line.split(" ", 1)[1] for line in (tmp_path / "run" / "dev" / "1best.txt").read_text().splitlines()]
     before = [u.hyps[0].text for u in nbest]
     assert best == ["a0", "d1", "e2"]  # by hand, from the comments above
-    assert result.report["sets"]["dev"]["changed_1best"] == sum(a != b for a, b in zip(before, best)) == 2
+    assert result.report.sets["dev"].changed_1best == sum(a != b for a, b in zip(before, best)) == 2
     reread = read_nbest(tmp_path / "run" / "dev.jsonl")
     assert [[h.scores["rescore"] for h in u.hyps] for u in reread] == [[0.0, -1.0], [-2.0, -math.inf], [0.0, -1.0]]
 

@@ -128,11 +128,11 @@ def test_a_million_setting_search_is_reported_without_a_plot_and_says_why(tmp_pa
     sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
             for name in ("dev_other", "test_clean")}
     started = time.perf_counter()
-    result = rescorer.rescore("dev_other", sets, {}, columns={"ctc": {"range": [0, 1], "step": 1e-6}},
+    result = rescorer.rescore(dev="dev_other", sets=sets, columns={"ctc": {"range": [0, 1], "step": 1e-6}},
                               bootstrap=50, out_dir=tmp_path / "out")
     search = json.loads((tmp_path / "out" / "report.json").read_text())["search"]
     assert search["settings"] == 1_000_001 and search["plot"] is None
-    assert "1,000,001 settings" in search["plot_note"] and result.report["search"] == search
+    assert "1,000,001 settings" in search["plot_note"] and result.report.to_json()["search"] == search
     assert not list((tmp_path / "out").glob("*.png")) and time.perf_counter() - started < 120
 
 
@@ -180,7 +180,7 @@ def test_a_finite_report_is_written_as_it_is(tmp_path, capsys):
 def test_a_rescoring_run_with_halves_writes_strict_json(tmp_path):
     sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
             for name in ("dev_other", "test_clean")}
-    rescorer.pipeline.rescore_lists({name: NBestSet(**spec).read() for name, spec in sets.items()}, {},
+    rescorer.pipeline.rescore_loaded({name: NBestSet(**spec).read() for name, spec in sets.items()}, {},
                                     make_metric("wer"), columns=[Column("ctc", step=0.5)], bootstrap=50, halves=2,
                                     out_dir=tmp_path / "out")
     halves = strict_json((tmp_path / "out" / "report.json").read_text())["halves"]
@@ -217,7 +217,7 @@ def api(tmp_path_factory) -> dict:
     """What the misuses start from: a dev excerpt read, the same with an utterance twice, a tuned.yaml, a folder."""
     root = tmp_path_factory.mktemp("api")
     dev = NBestSet(**demo_options("dev_other")).read()
-    rescorer.rescore(demo_options("dev_other"), {}, {}, columns=COLUMNS, bootstrap=50, out_dir=root / "tuned")
+    rescorer.rescore(dev=demo_options("dev_other"), columns=COLUMNS, bootstrap=50, out_dir=root / "tuned")
     return {"dev": dev, "twice": dev.with_utterances([dev.utterances[0], *dev.utterances]), "root": root,
             "tuned": root / "tuned" / "tuned.yaml"}
 
@@ -226,36 +226,36 @@ COLUMNS = {"ctc": {"range": [0, 1], "step": 0.5}}
 DEV = demo_options("dev_other")
 TEST = demo_options("test_clean")
 MISUSES = [  # (what is called with what, the argument the error names)
-    pytest.param(lambda a: rescorer.rescore(DEV, sets=[TEST], scorers={}, columns=COLUMNS), "sets", id="sets a list"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns="ctc"), "columns", id="columns a name"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns={"ctc": 3}), "column ctc", id="column a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search=3), "search", id="search a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search="gird"), "'gird'",
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, sets=[TEST], columns=COLUMNS), "sets", id="sets a list"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns="ctc"), "columns", id="columns a name"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns={"ctc": 3}), "column ctc", id="column a number"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, search=3), "search", id="search a number"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, search="gird"), "'gird'",
                  id="search misspelt"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, search={"name": "robust", "level": 2}),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, search={"name": "robust", "level": 2}),
                  "search.level", id="robust level above 1"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, ["ll"], columns=COLUMNS), "scorers", id="scorers a list"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {"ll": 3}, columns=COLUMNS), "scorer 'll'",
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, scorers=["ll"], columns=COLUMNS), "scorers", id="scorers a list"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, scorers={"ll": 3}, columns=COLUMNS), "scorer 'll'",
                  id="scorer a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, metric=3), "metric", id="metric a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, base=3), "base", id="base a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, bootstrap=0), "bootstrap",
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, metric=3), "metric", id="metric a number"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, base=3), "base", id="base a number"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, bootstrap=0), "bootstrap",
                  id="no resamples"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, seed=-1), "seed", id="negative seed"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {}, columns=COLUMNS, out_dir=3), "out_dir",
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, seed=-1), "seed", id="negative seed"),
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, columns=COLUMNS, out_dir=3), "out_dir",
                  id="out_dir a number"),
-    pytest.param(lambda a: rescorer.rescore(DEV, {}, {"ll": {"kind": "ll", "model": "x"}}, engine="local"), "engine",
+    pytest.param(lambda a: rescorer.rescore(dev=DEV, scorers={"ll": {"kind": "ll", "model": "x"}}, engine="local"), "engine",
                  id="engine a name"),
-    pytest.param(lambda a: rescorer.rescore({**DEV, "top": -3}, {}, {}, columns=COLUMNS), "dev.top",
+    pytest.param(lambda a: rescorer.rescore(dev={**DEV, "top": -3}, columns=COLUMNS), "dev.top",
                  id="negative top"),
-    pytest.param(lambda a: rescorer.rescore("test", {"test": {**TEST, "every": -3}}, {}, columns=COLUMNS),
+    pytest.param(lambda a: rescorer.rescore(dev="test", sets={"test": {**TEST, "every": -3}}, columns=COLUMNS),
                  "sets['test'].every", id="negative every"),
-    pytest.param(lambda a: rescorer.rescore({**DEV, "evry": 2}, {}, {}, columns=COLUMNS), "'evry'",
+    pytest.param(lambda a: rescorer.rescore(dev={**DEV, "evry": 2}, columns=COLUMNS), "'evry'",
                  id="misspelt set option"),
-    pytest.param(lambda a: rescorer.rescore(a["twice"], {}, {}, columns=COLUMNS), "dev", id="an utterance id twice"),
-    pytest.param(lambda a: rescorer.rescore(rescorer.NBest(("u1", "u2")), {}, {}, columns=COLUMNS),
+    pytest.param(lambda a: rescorer.rescore(dev=a["twice"], columns=COLUMNS), "dev", id="an utterance id twice"),
+    pytest.param(lambda a: rescorer.rescore(dev=rescorer.NBest(("u1", "u2")), columns=COLUMNS),
                  "dev.utterances[0]", id="utterances as strings"),
-    pytest.param(lambda a: rescorer.pipeline.rescore_lists({"dev": DEV}, {}, make_metric("wer")), "sets['dev']",
+    pytest.param(lambda a: rescorer.pipeline.rescore_loaded({"dev": DEV}, {}, make_metric("wer")), "sets['dev']",
                  id="steps given options for an NBest"),
     pytest.param(lambda a: rescorer.read_nbest(123), "path", id="read a number"),
     pytest.param(lambda a: rescorer.read_nbest(DEMO / "dev_other", refs=5), "refs", id="refs a number"),

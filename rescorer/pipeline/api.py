@@ -9,11 +9,11 @@ from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
 from ..io import MT_FORMATS, check_nbest
 from ..io.sets import SUBSET, NBestSet
-from ..metrics import make_metric
+from ..metrics import Metric, make_metric
 from ..types import NBest
 from ..options import FLAG, RUN, TEXT, Option, checked
-from .outputs import checked_out_dir
-from .rescore import Rescored, apply_tuned, rescore_lists, search_rule
+from .outputs import OutDir, checked_out_dir
+from .rescore import Rescored, apply_tuned, rescore_loaded, search_rule
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
@@ -42,42 +42,58 @@ def as_nbest(value: SetLike, where: str) -> NBest:
     raise ConfigError(f"{where} must be an NBest, a path or NBestSet options, not {type(value).__name__}")
 
 
-def rescore(dev: SetLike | str, sets: Mapping[str, SetLike] | None = None,
-            scorers: Mapping[str, ScorerLike] | None = None, *, metric: str = "auto", base: str | None = None,
+def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | None = None,
+            scorers: Mapping[str, ScorerLike] | None = None, metric: str | Metric = "auto",
+            base: str | Mapping[str, Any] | Column | None = None,
             columns: Mapping[str, Mapping[str, Any] | None] | None = None, search: str | Mapping[str, Any] = "fast",
-            out_dir: str | Path | None = None, engine: Mapping[str, Any] | None = None, bootstrap: int = 1000,
-            seed: int = 0, data: str = "data") -> Rescored:
-    """Score every set with ``scorers``, tune the interpolation weights on ``dev``, apply them to every set.
+            out_dir: str | Path | OutDir | None = None, engine: Mapping[str, Any] | None = None,
+            bootstrap: int = 1000, seed: int = 0, data: str = "data", halves: int = 0) -> Rescored:
+    """Score every set with ``scorers``, tune the interpolation weights on one set, apply them to every set.
 
-    ``dev`` is the tuning set (named ``dev`` in the report; it needs references), or the name of one of ``sets``.
-    Sets are NBests, paths, or NBestSet options; a set without references is re-ranked and counted, not judged. ``scorers`` map a column name to a loaded scorer
-    (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with ``engine``
-    settings). ``metric``: ``wer``, ``bleu`` or ``auto`` (BLEU for MT formats). ``base`` is the column of weight 1
-    (None: the one the format ranks by),
-    ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). With
-    ``out_dir`` the run's files are written there as ``task=rescore`` writes them; without, nothing is written.
+    ``sets`` are NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
+    not judged. ``dev`` is the tuning set: the name of one of ``sets``, or a set of its own (named ``dev`` in the
+    report); None: the first set with references whose name starts with ``dev``. ``scorers`` map a column name to
+    a loaded scorer (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with
+    ``engine`` settings). ``metric``: ``wer``, ``bleu``, ``auto`` (BLEU for MT formats) or a Metric. ``base`` is
+    the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by),
+    ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). ``halves`` > 0
+    adds that many random half-splits of the tuning set comparing the fast and robust rules. With ``out_dir`` the
+    run's files are written there as ``task=rescore`` writes them; without, nothing is written.
     Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
     (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
-    checked("", dict(sets=sets, scorers=scorers, columns=columns, metric=metric, base=base, out_dir=out_dir,
-                     engine=engine, bootstrap=bootstrap, seed=seed, data=data), ARGUMENTS)
+    checked("", dict(sets=sets, scorers=scorers, columns=columns, engine=engine, bootstrap=bootstrap, seed=seed,
+                     data=data, halves=halves), ARGUMENTS)
+    if not isinstance(out_dir, OutDir):
+        ARGUMENTS["out_dir"].check("out_dir", out_dir)
+    if not isinstance(metric, Metric):
+        ARGUMENTS["metric"].check("metric", metric)
     rule = {"name": search} if isinstance(search, str) else search
     search_rule(rule)
     named = {name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}
-    if isinstance(dev, str) and dev in named:
-        tune_on = dev
-    else:
+    tune_on = dev if dev is None or (isinstance(dev, str) and dev in named) else "dev"
+    if tune_on == "dev" and dev != "dev":
         if "dev" in named:
             raise ConfigError("a set is named 'dev' and a separate dev set was given: rename one")
-        named, tune_on = {"dev": as_nbest(dev, "dev"), **named}, "dev"
-    if metric == "auto":
-        metric = "bleu" if any(n.fmt in MT_FORMATS for n in named.values()) else "wer"
+        named = {"dev": as_nbest(dev, "dev"), **named}
+    if not isinstance(metric, Metric):
+        metric = make_metric("bleu" if metric == "auto" and any(n.fmt in MT_FORMATS for n in named.values())
+                             else "wer" if metric == "auto" else metric)
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
-    return rescore_lists(named, {name: loaded[name] for name in scorers or {}}, make_metric(metric),
-                         Column(base) if base else None,
-                         tuned, rule, tune_on, bootstrap, seed, data, out_dir)
+    return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base_column(base), tuned,
+                         rule, tune_on, bootstrap, seed, data, out_dir, halves)
+
+
+def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
+    """The base column (weight 1) from a name or ``{name, penalty, alpha}`` (no penalty unless given); None: the
+    format's own."""
+    if base is None or isinstance(base, Column):
+        return base
+    spec = {"name": base} if isinstance(base, str) else dict(Option("mapping").check("base", base))
+    name = spec.pop("name", None)
+    return Column.of(name, {"penalty": "none", **spec}) if name else None
 
 
 def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,

@@ -32,6 +32,7 @@ from ..io import check_nbest, natural_base
 from ..io.common import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
+from .reports import Interval, Report, SearchSummary, SetReport
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
 from .scoring import score_nbest, set_perplexities
 from .sets import tuning_set
@@ -94,26 +95,25 @@ def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
 
 
 def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
-                  seed: int = 0) -> tuple[NBest, dict[str, Any]]:
+                  seed: int = 0) -> tuple[NBest, SetReport]:
     """The re-ranked list under ``weights`` and what changed: with references, baseline, rescored and oracle
     metric and the paired-bootstrap CI of the change; without, the counts."""
     ranks = best_ranks(scored.features, weights)
-    entry: dict[str, Any] = {"format": scored.nbest.fmt, "utterances": len(scored.nbest),
-                             "hypotheses": scored.nbest.num_hypotheses, "references": scored.stats is not None,
-                             "changed_1best": sum(a != b for a, b in zip(scored.nbest.select(np.zeros_like(ranks)),
-                                                                          scored.nbest.select(ranks)))}
+    entry = SetReport(format=scored.nbest.fmt, utterances=len(scored.nbest), hypotheses=scored.nbest.num_hypotheses,
+                      references=scored.stats is not None,
+                      changed_1best=sum(a != b for a, b in zip(scored.nbest.select(np.zeros_like(ranks)),
+                                                               scored.nbest.select(ranks))))
     stats, scale = scored.stats, metric.scale
     if stats is not None:
         base_ranks = stats.baseline_ranks()
         ci = paired_bootstrap(stats, base_ranks, ranks, samples=bootstrap, seed=seed)
-        entry.update({
-            "baseline": {metric.name: scale * stats.score(base_ranks)},
-            "rescored": {metric.name: scale * stats.score(ranks)},
-            "oracle": {metric.name: scale * stats.score(stats.oracle_ranks())},
-            "ci95": {"of": f"rescored - baseline {metric.name}", "low": scale * ci["low"], "high": scale * ci["high"],
-                     "p_better": ci["p_better"], "samples": ci["samples"]},
-            "change": significance(ci["low"], ci["high"], metric.higher_is_better, len(scored.nbest), bootstrap,
-                                   stats.score(ranks) == stats.score(base_ranks))})
+        entry.baseline = {metric.name: scale * stats.score(base_ranks)}
+        entry.rescored = {metric.name: scale * stats.score(ranks)}
+        entry.oracle = {metric.name: scale * stats.score(stats.oracle_ranks())}
+        entry.ci95 = Interval(of=f"rescored - baseline {metric.name}", low=scale * ci["low"], high=scale * ci["high"],
+                              p_better=ci["p_better"], samples=ci["samples"])
+        entry.change = significance(ci["low"], ci["high"], metric.higher_is_better, len(scored.nbest), bootstrap,
+                                    stats.score(ranks) == stats.score(base_ranks))
     return reranked(scored.nbest, scored.features, weights), entry
 
 
@@ -137,19 +137,19 @@ def significance(low: float, high: float, higher_is_better: bool, utterances: in
 
 @dataclass(frozen=True)
 class Rescored:
-    """What a rescoring run gives back: the report (schema in README; ``outputs`` only when written), every set
+    """What a rescoring run gives back: the report (:class:`Report`; ``outputs`` only when written), every set
     re-ranked under the tuned weights (column ``rescore`` added) and the tuned rescorer (``tuned.yaml``)."""
 
-    report: dict[str, Any]
+    report: Report
     nbests: dict[str, NBest]
     tuned: Tuned | None = None
 
     @property
     def weights(self) -> dict[str, float]:
-        return self.report["weights"]
+        return self.report.weights
 
 
-def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric,
+def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric,
                   base: Column | None = None, columns: Sequence[Column] | None = None,
                   search: Mapping[str, Any] | None = None, tune_on: str | None = None, bootstrap: int = 1000,
                   seed: int = 0, data: str = "data", out_dir: str | Path | OutDir | None = None,
@@ -178,8 +178,8 @@ def rescore_lists(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer],
     applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, dev)
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
-    report = {**rescore_report(result, columns, scorers, metric, base, dev, data, applied), "halves": study,
-              "penalties": {c.name: c.penalty for c in columns}, "notes": notes, "warnings": warnings}
+    report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
+    report.halves, report.notes, report.warnings = study, notes, warnings
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
     return finish(report, applied, metric, tuned, target, title, result)
 
@@ -196,11 +196,12 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
     applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, None)
-    report = {"task": "apply", "data": data, "metric": metric.name, "units": metric.units, "tuned": source,
-              "tuned_on": tuned.tuned_on, "base": tuned.base.name, "weights": dict(tuned.weights),
-              "scorers": {column: scorer.signature for column, scorer in scorers.items()},
-              "signature": signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
-              "sets": {name: a.entry for name, a in applied.items()}}
+    report = Report(task="apply", data=data, metric=metric.name, units=metric.units, tuned=source,
+                    tuned_on=tuned.tuned_on, base=tuned.base.name, weights=dict(tuned.weights),
+                    scorers={column: scorer.signature for column, scorer in scorers.items()},
+                    signature=signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
+                    sets={name: a.entry for name, a in applied.items()},
+                    penalties={c.name: c.penalty for c in tuned.columns})
     title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
     return finish(report, applied, metric, tuned, target, title, None)
 
@@ -221,7 +222,7 @@ class Applied:
     """One set after re-ranking: the list, its report entry and its changed 1-bests."""
 
     nbest: NBest
-    entry: dict[str, Any]
+    entry: SetReport
     changes: list[Change]
 
 
@@ -236,17 +237,18 @@ def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Me
         changes = changed([u.id for u in old], old.select([0] * len(old)), new.select([0] * len(new)),
                           [u.ref for u in old], metric)
         if scored.stats is not None:
-            entry.update({verdict: sum(c.verdict == verdict for c in changes) for verdict in ("better", "worse", "same")})
-        entry["tuned_on_this_set"] = name == dev
+            entry.better, entry.worse, entry.same = (sum(c.verdict == verdict for c in changes)
+                                                     for verdict in ("better", "worse", "same"))
+        entry.tuned_on_this_set = name == dev
         if name == dev:
-            entry["change"] += " (tuned here)"
-        entry["ppl"] = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
-                        for column, scorer in scorers.items()}
+            entry.change += " (tuned here)"
+        entry.ppl = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
+                     for column, scorer in scorers.items()}
         applied[name] = Applied(new, entry, changes)
     return applied
 
 
-def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metric, tuned: Tuned,
+def finish(report: Report, applied: Mapping[str, Applied], metric: Metric, tuned: Tuned,
            out_dir: OutDir | None, title: str, result: SearchResult | None) -> Rescored:
     """The run's result; with ``out_dir``, every set's outputs, ``tuned.yaml``, the weight plot and the reports
     (``report.json``, ``report.md``, ``report.html``) written there together (all or nothing)."""
@@ -256,22 +258,23 @@ def finish(report: dict[str, Any], applied: Mapping[str, Applied], metric: Metri
     changes = {name: a.changes for name, a in applied.items()}
     with run_dir(out_dir) as out:
         for name, a in applied.items():
-            a.entry["outputs"] = write_rescored(a.nbest, out, name, metric)
+            a.entry.outputs = write_rescored(a.nbest, out, name, metric)
         plot = None
-        if result is not None:
+        if result is not None and report.search is not None:
             names = [c.name for c in tuned.columns]
             plot = weight_plot(result, names, metric, out.path(f"weights_{tuned.tuned_on}.png"))
-            report["search"].update(plot=out.shown(plot) if plot else None, plot_note=unplotted(result, names))
+            report.search.plot, report.search.plot_note = out.shown(plot) if plot else None, unplotted(result, names)
         write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
-        report["tuned_file"] = str(out.final / TUNED_FILE)
-        report["html"] = str(out.final / "report.html")
-        write_html(out.work / "report.html", report, changes, plot.read_bytes() if plot else None)
+        report.tuned_file = str(out.final / TUNED_FILE)
+        report.html = str(out.final / "report.html")
+        written = report.to_json()
+        write_html(out.work / "report.html", written, changes, plot.read_bytes() if plot else None)
         name = metric.name.upper()
         table = [("utterances", "utterances"), (f"baseline.{metric.name}", f"{name} before"),
                  (f"rescored.{metric.name}", f"{name} after"), (f"oracle.{metric.name}", "best possible (oracle)"),
                  ("ci95.low", "95% CI low"), ("ci95.high", "95% CI high"), ("changed_1best", "1-bests changed")]
-        write_report(out.work, report, table, title, notes=summary(report, changes, str(out.final),
-                                                                   report["tuned_file"] if result else None))
+        write_report(out.work, written, table, title, notes=summary(written, changes, str(out.final),
+                                                                    report.tuned_file if result else None))
     return Rescored(report, nbests, tuned)
 
 
@@ -298,15 +301,14 @@ def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict
 
 def rescore_report(result: SearchResult, columns: Sequence[Column], scorers: Mapping[str, BoundScorer],
                    metric: Metric, base: Column, dev: str, data: str,
-                   applied: Mapping[str, Applied]) -> dict[str, Any]:
-    """``report.json`` of a tuning run (schema in README)."""
-    return {
-        "task": "rescore", "data": data, "metric": metric.name, "units": metric.units,
-        "tuned_on": dev, "base": base.name, "weights": result.weights,
-        "search": {"method": result.method, "settings": result.evaluated, "seconds": result.seconds,
-                   "dev": metric.scale * result.dev, "plot": None, "plot_note": None,
-                   "dev_ci95": [metric.scale * x for x in result.dev_ci] if result.dev_ci else None},
-        "scorers": {column: scorer.signature for column, scorer in scorers.items()},
-        "signature": signature(metric, base, columns, result.weights, result.method),
-        "sets": {name: a.entry for name, a in applied.items()},
-    }
+                   applied: Mapping[str, Applied]) -> Report:
+    """The report of a tuning run."""
+    search = SearchSummary(method=result.method, settings=result.evaluated, seconds=result.seconds,
+                           dev=metric.scale * result.dev,
+                           dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
+    return Report(task="rescore", data=data, metric=metric.name, units=metric.units, tuned_on=dev, base=base.name,
+                  weights=result.weights, search=search,
+                  scorers={column: scorer.signature for column, scorer in scorers.items()},
+                  signature=signature(metric, base, columns, result.weights, result.method),
+                  sets={name: a.entry for name, a in applied.items()},
+                  penalties={c.name: c.penalty for c in columns})

@@ -1,0 +1,180 @@
+"""The report of a rescoring run (``task=rescore``, ``task=apply``, ``rescorer.rescore``, ``rescorer.apply``)
+as types: ``report.json`` is :meth:`Report.to_json` of one, and :meth:`Report.from_json` reads it back.
+
+Metric values are keyed by the metric's name (``{"wer": 4.6}``) and given on its reported scale (WER in %,
+BLEU 0–100)."""
+from __future__ import annotations
+
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Mapping, Optional
+
+from ..errors import ConfigError
+
+
+def omitted_if_none(default: Any = None) -> Any:
+    """A field that ``report.json`` leaves out while it is None (it does not apply to this run or set)."""
+    return field(default=default, metadata={"omit": True})
+
+
+class Record:
+    """A dataclass read from and written to JSON: nested records and ``{name: record}`` mappings included."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("omit"):
+                continue
+            out[f.name] = as_json(value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Any:
+        """The record ``data`` holds (keys it does not define, such as ``non_finite``, are passed over)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a {cls.__name__} must be a JSON object, not {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        given = {f.name: from_json(hints[f.name], data[f.name]) for f in fields(cls) if f.name in data}
+        missing = [f.name for f in fields(cls)
+                   if f.name not in given and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise ConfigError(f"a {cls.__name__} needs {', '.join(missing)}")
+        return cls(**given)
+
+
+def as_json(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return {key: as_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_json(item) for item in value]
+    return value
+
+
+def from_json(kind: Any, value: Any) -> Any:
+    """``value`` as ``kind``: a record, an optional record, or a mapping of records; anything else as it is."""
+    if value is None:
+        return None
+    if typing.get_origin(kind) is typing.Union:
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    if isinstance(kind, type) and issubclass(kind, Record):
+        return kind.from_json(value)
+    if typing.get_origin(kind) is dict:
+        item = typing.get_args(kind)[1]
+        if isinstance(item, type) and issubclass(item, Record):
+            return {key: item.from_json(entry) for key, entry in value.items()}
+    return value
+
+
+@dataclass(kw_only=True)
+class Interval(Record):
+    """The paired-bootstrap 95% interval of rescored − baseline over utterances."""
+
+    of: str
+    """What the interval is of, e.g. ``rescored - baseline wer``."""
+    low: float
+    high: float
+    p_better: float
+    """The share of resamples in which the rescored 1-bests did better."""
+    samples: int
+    """Bootstrap resamples."""
+
+
+@dataclass(kw_only=True)
+class SetReport(Record):
+    """One set after re-ranking (``sets.<name>`` of ``report.json``). The metric fields, ``ci95``, ``change``,
+    ``better``, ``worse`` and ``same`` are there only where the set has references."""
+
+    format: str
+    utterances: int
+    hypotheses: int
+    references: bool
+    changed_1best: int
+    """Utterances whose 1-best text changed."""
+    baseline: Optional[dict[str, float]] = omitted_if_none()
+    """``{metric: value}`` of the input (toolkit's) 1-best."""
+    rescored: Optional[dict[str, float]] = omitted_if_none()
+    """``{metric: value}`` of the re-ranked 1-best."""
+    oracle: Optional[dict[str, float]] = omitted_if_none()
+    """``{metric: value}`` of the best hypothesis in every list: the most re-ranking could reach."""
+    ci95: Optional[Interval] = omitted_if_none()
+    change: Optional[str] = omitted_if_none()
+    """The interval in words: ``significantly better``, ``significantly worse``, ``no significant change``,
+    ``unchanged``, or ``too few utterances to tell`` (under 30) / ``too few resamples to tell`` (under 1,000);
+    ``(tuned here)`` follows on the tuning set."""
+    better: Optional[int] = omitted_if_none()
+    """Changed 1-bests closer to the reference than before."""
+    worse: Optional[int] = omitted_if_none()
+    same: Optional[int] = omitted_if_none()
+    """Changed 1-bests exactly as far from the reference as before."""
+    tuned_on_this_set: bool = False
+    ppl: dict[str, Any] = field(default_factory=dict)
+    """``{column: {ref, rescored_1best: {token_ppl, word_ppl, tokens, words, log_score}}}``: each LM's
+    (pseudo-)perplexity of the references and of the rescored 1-best."""
+    outputs: Optional[dict[str, str]] = omitted_if_none()
+    """The files written for the set (``native``, ``jsonl``, ``1best``, ``toolkit_1best``); only when written."""
+
+
+@dataclass(kw_only=True)
+class SearchSummary(Record):
+    """How the weights were found on the tuning set."""
+
+    method: str
+    """The search rule: ``fast``, ``grid`` or ``robust``."""
+    settings: int
+    """Weight settings scored."""
+    seconds: float
+    dev: float
+    """The tuning set's metric under the chosen weights."""
+    plot: Optional[str] = None
+    """The weight plot, when one was drawn."""
+    plot_note: Optional[str] = None
+    """Why there is no plot (a search of more than 200,000 settings is not drawn)."""
+    dev_ci95: Optional[list[float]] = None
+    """The interval of the chosen setting's tuning metric (``robust``)."""
+
+
+@dataclass(kw_only=True)
+class Report(Record):
+    """What a rescoring run (``task: rescore``) or an apply run (``task: apply``) reports: ``report.json``, and
+    ``.report`` of what ``rescorer.rescore`` and ``rescorer.apply`` return. Where a value is NaN or
+    infinite, ``report.json`` holds null and lists it under ``non_finite`` (``{key path: "nan"}``), so that the
+    file is always strict JSON."""
+
+    task: str
+    """``rescore`` or ``apply``."""
+    data: str
+    """The data set's name."""
+    metric: str
+    """``wer`` or ``bleu``."""
+    units: str
+    """The metric's units (WER in percent)."""
+    tuned: Optional[str] = omitted_if_none()
+    """apply: the tuned rescorer file it read."""
+    tuned_on: Optional[str]
+    """The set the weights were tuned on."""
+    base: str
+    """The column of weight 1."""
+    weights: dict[str, float]
+    """``{column: weight}``."""
+    search: Optional[SearchSummary] = omitted_if_none()
+    """rescore: how the weights were found."""
+    scorers: dict[str, str]
+    """``{column: scorer signature}``: model and content hash, variant, normalisation, dtype."""
+    signature: str
+    """The re-ranking in one line: version, metric, base, weights and penalties, search."""
+    sets: dict[str, SetReport]
+    halves: Optional[dict[str, Any]] = None
+    """rescore with ``task.halves``: per rule ``{deltas, weights, mean, std}`` of the half-split study."""
+    penalties: dict[str, str] = field(default_factory=dict)
+    """The length penalty of every tuned column (``none``, ``tokens``, ``gnmt``)."""
+    notes: list[str] = field(default_factory=list)
+    """What was decided for the user (e.g. an LM column divided by its tokens beside a per-token base)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should look at (e.g. a weight on the edge of its range)."""
+    tuned_file: Optional[str] = omitted_if_none()
+    """rescore: where ``tuned.yaml`` was written."""
+    html: Optional[str] = omitted_if_none()
+    """Where ``report.html`` was written."""
