@@ -3,12 +3,12 @@ read sets → score (through the engine) → features → tune → apply → wri
 ``rescore`` (``rescorer.rescore``, what ``task=rescore`` runs) does it all in one call, ``apply`` re-ranks new lists
 with a tuned rescorer."""
 from .api import apply, rescore
-from .evaluate import evaluate
+from .baseline import evaluate
 from .outputs import write_1best, write_scored
 from .reports import Interval, Report, SearchSummary, SetReport
 from .rescore import (RESCORE_COLUMN, Rescored, ScoredSet, apply_tuned, apply_weights, default_columns, prepare,
                       reranked, rescore_loaded, tune)
-from .score import score_sets
+from .annotate import score_sets
 from .scoring import perplexity, score_nbest, set_perplexities
 from .sets import read_sets, tuning_set
 from .tuned import Tuned

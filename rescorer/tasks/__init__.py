@@ -101,17 +101,15 @@ def target_parameters(target: Any) -> set[str] | None:
 
 
 def run_task(cfg: DictConfig) -> Any:
-    """Run the task ``cfg.task.name`` names, after refusing unknown task and search keys and values of the wrong
-    kind, with ``engine.threads`` torch threads."""
+    """Run the function the task config's ``_target_`` names, after refusing unknown task and search keys and
+    values of the wrong kind, with ``engine.threads`` torch threads."""
     name = cfg.task.name
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ConfigError(f"task.name={name!r} is not a task")
-    try:
-        module = importlib.import_module(f"rescorer.tasks.{name}")
-    except ModuleNotFoundError:
-        raise ConfigError(f"task.name={name!r} is not a task (choose from {', '.join(task_names())})") from None
+    if name not in task_names():
+        raise ConfigError(f"task.name={name!r} is not a task (choose from {', '.join(task_names())})")
     target = cfg.task.get("_target_")
-    if target is not None and target != f"rescorer.tasks.{name}.run":
+    if target != f"rescorer.tasks.{name}.run":
         raise ConfigError(f"task.name={name!r} does not match the task config ({target}): choose the task with "
                           f"task={name}, not task.name")
     check_keys(cfg, "task", name)
@@ -121,11 +119,17 @@ def run_task(cfg: DictConfig) -> Any:
         search = plain(cfg.search)
         search_options(search.pop("name", "fast"), search)
     apply_threads(EngineSettings.of(plain(cfg.get("engine"))).threads)  # every task, training included
-    return module.run(cfg)
+    module, _, function = target.rpartition(".")
+    return getattr(importlib.import_module(module), function)(cfg)
 
 
 def task_names() -> list[str]:
     return sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("_"))
+
+
+def task_options(cfg: DictConfig) -> dict[str, Any]:
+    """The task's own options: ``cfg.task`` as plain containers without ``_target_`` and ``name``."""
+    return {key: value for key, value in plain(cfg.task).items() if key not in ("_target_", "name")}
 
 
 def plain(node: Any) -> Any:
@@ -135,8 +139,7 @@ def plain(node: Any) -> Any:
 
 def scorers_of(cfg: DictConfig) -> dict[str, BoundScorer]:
     """The selected ``scorer`` group entries (column name → scorer), built with ``engine.*``."""
-    specs = {name: {k: v for k, v in spec.items() if k != "_target_"} for name, spec in (plain(cfg.get("scorer")) or {}).items()
-             if spec is not None}
+    specs = {name: spec for name, spec in (plain(cfg.get("scorer")) or {}).items() if spec is not None}
     return load_scorers(specs, plain(cfg.engine))
 
 

@@ -9,17 +9,14 @@ from ..io.refs import read_refs
 from ..plots import curve_plot
 from ..train.adapt import AdaptConfig, adapt
 from ..train.export import export_delta
+from . import task_options
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    options = OmegaConf.to_container(cfg.task, resolve=True)
+    options = task_options(cfg)
     dev = options.pop("dev_refs", None)
     dev_size = options.pop("dev_size", 500)
     export = options.pop("export", None)
-    for key in ("_target_", "name"):
-        options.pop(key, None)
     dev_texts = [text for _, text, _ in read_refs(dev)[1]][:dev_size] if dev else []
     state = adapt(AdaptConfig(**options, dev_texts=dev_texts, out_dir=cfg.out_dir))
     out = Path(cfg.out_dir)
