@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
 from ..pairs.data import Pair
-from ..pairs.evaluate import pair_records, summarise, write_pair_records
+from ..pairs.accuracy import pair_records, summarise, write_pair_records
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
 from ..plots import phenomenon_bars
 from ..report import write_report

@@ -22,7 +22,7 @@ from ..engine import load_scorer
 from ..errors import ConfigError, check_known
 from ..io.common import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
-from ..pcfg.evaluate import agreement, agreement_plot, aligned
+from ..pcfg.agreement import agreement, agreement_plot, aligned
 from ..plots import curve_plot
 from ..report import write_report
 from ..train.adapt import AdaptConfig, adapt
