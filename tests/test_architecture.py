@@ -15,6 +15,7 @@ LAYERS = [
     ("__main__",),             # `python -m rescorer`: runs the command line
     ("cli", "rescorer"),       # the command line; the package's public API (rescorer/__init__.py)
     ("tasks",),                # thin Hydra adapters
+    ("studies",),              # PCFG ground truth, minimal pairs, desiderata, distillation as plain functions
     ("pipeline", "benchmark"),  # the main job and the benchmarks as plain functions
     ("train", "pairs"),        # training loops and objectives; minimal-pair evaluation
     ("engine",),               # runs scorers: store, batching, budgets, scale-out
@@ -113,6 +114,13 @@ def test_types_errors_and_version_import_nothing_of_the_package():
     for module in MODULES:
         if layer(module) in ("types", "errors", "version"):
             assert EDGES[module] == set(), f"{module} imports {EDGES[module]}"
+
+
+def test_task_modules_are_thin_adapters():
+    for module, path in MODULES.items():
+        if module.startswith("rescorer.tasks."):
+            lines = path.read_text().count("\n")
+            assert lines <= 40, f"{module}: {lines} lines; its work belongs in a library layer (studies, pipeline, …)"
 
 
 def test_no_module_over_400_lines_and_no_function_over_60():

@@ -31,7 +31,7 @@ from rescorer.pairs.desiderata import (
     word_scores,
     words_of,
 )
-from rescorer.pairs.evaluate import pearson, summarise
+from rescorer.pairs.accuracy import pearson, summarise
 from rescorer.pairs.methods import (
     AB_PROMPTS,
     COMPARATIVE_TEMPLATES,

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import BoundScorer
-from .evaluate import pearson
+from .accuracy import pearson
 from .methods import fill
 
 FRAMES = {"my_word": "My word is {word}.", "no_context": "{word}"}

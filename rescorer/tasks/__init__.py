@@ -137,10 +137,14 @@ def plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) or OmegaConf.is_config(node) else node
 
 
+def scorer_specs_of(cfg: DictConfig) -> dict[str, dict[str, Any]]:
+    """The selected ``scorer`` group entries as plain options (column name → options)."""
+    return {name: spec for name, spec in (plain(cfg.get("scorer")) or {}).items() if spec is not None}
+
+
 def scorers_of(cfg: DictConfig) -> dict[str, BoundScorer]:
     """The selected ``scorer`` group entries (column name → scorer), built with ``engine.*``."""
-    specs = {name: spec for name, spec in (plain(cfg.get("scorer")) or {}).items() if spec is not None}
-    return load_scorers(specs, plain(cfg.engine))
+    return load_scorers(scorer_specs_of(cfg), plain(cfg.engine))
 
 
 def out_dir_of(cfg: DictConfig, sets: Mapping[str, Any]) -> "OutDir | None":

@@ -1,96 +1,15 @@
-"""``rescorer task=distill``: train a maskless student on a PLL teacher (resumable), then compare the two
-on every hypothesis of ``data`` (held out from training): Pearson r, mean absolute error, a scatter plot."""
+"""``rescorer task=distill``: train a maskless student on a PLL teacher, then compare the two on ``data``
+(:func:`rescorer.studies.distill.distill_student`)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..engine import load_scorer
-from ..errors import ConfigError
-from ..io.sets import NBestSet
-from ..normalise import Normaliser
-from ..plots import distill_plot, scatter_plot
-from ..report import write_report
-from ..train.corpus import load_segments
-from ..train.distill import DistillConfig, distill
-from ..train.export import export_student
-from ..train.mwer import MWERConfig, mwer_distill, nbest_lists
+from ..studies.distill import distill_student
 from . import data_of, plain
-
-OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patience", "dev_fraction", "max_length",
-           "max_seconds", "device", "seed")
-
-
-def training_texts(task: dict[str, Any]) -> list[str]:
-    """Segments of the plain-text files (at most ``max_texts``) and the hypotheses of the listed N-best sets."""
-    texts = load_segments(task["texts"], seed=task["seed"])[: task["max_texts"]] if task["texts"] else []
-    for name, spec in task["hypotheses"].items():
-        texts += NBestSet(**{**spec, "refs": None}, where=f"task.hypotheses.{name}.").read().texts()
-    return texts
-
-
-def heldout(cfg: Any, teacher_options: dict[str, Any], student_dir: Path, seen: set[str], out: Path) -> dict:
-    """Student against teacher on every distinct hypothesis of each ``data`` set not seen in training; the
-    correlation of the teacher's PLL with the token count alone is the baseline a student must beat."""
-    engine = plain(cfg.engine)
-    teacher = load_scorer(**{**engine, **teacher_options})
-    student = load_scorer("student", str(student_dir), **engine, case=teacher_options.get("case", "keep"),
-                          append_period=teacher_options.get("append_period", False))
-    sets = {}
-    for name, spec in data_of(cfg).sets.items():
-        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.adapter.normaliser(t) not in seen]
-        scored = teacher.compute(texts)
-        x, y = np.array(scored.totals), np.array(student.score(texts))
-        length = np.array([len(tokens) for tokens in scored.tokens])
-        sets[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
-                      "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
-                      "length_pearson": float(np.corrcoef(x, length)[0, 1]),
-                      "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher PLL", "student PLL", name))}
-    return sets
-
-
-def mwer_options(task: dict[str, Any], teacher: dict[str, Any]) -> MWERConfig:
-    """The MWER objective's lists (``task.lists``: N-best sets with references) and settings."""
-    if task["objective"] != "mwer":
-        raise ConfigError(f"task.objective must be mse or mwer, not {task['objective']!r}")
-    if not task["lists"]:
-        raise ConfigError("task.objective=mwer needs task.lists: N-best sets with references to train on")
-    normaliser = Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))
-    lists = nbest_lists([NBestSet(**spec, where=f"task.lists.{name}.").read() for name, spec in task["lists"].items()],
-                        task["base"], normaliser)
-    return MWERConfig(lists, **{k: task["mwer"][k] for k in ("beta", "scale", "scale_lr", "lists_per_step",
-                                                            "held_fraction")})
 
 
 def run(cfg: Any) -> dict[str, Any]:
     task = plain(cfg.task)
-    teacher = {k: v for k, v in task["teacher"].items() if k != "_target_"}
-    texts = training_texts(task)
-    out = Path(cfg.out_dir)
-    config = DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=cfg.engine.progress,
-                           engine=plain(cfg.engine), **{k: task[k] for k in OPTIONS})
-    result = distill(config) if task["objective"] == "mse" else mwer_distill(config, mwer_options(task, teacher))
-    distill_plot(result["curve"], out / "curve.png")
-    best = next(c for c in result["curve"] if c["step"] == result["best_step"])
-    report = {"task": "distill", "data": cfg.data.name, "signature": result["teacher"],
-              "student": result["student"], "train_texts": result["train_texts"], "dev_texts": result["dev_texts"],
-              "best_step": result["best_step"], "best": best, "curve": result["curve"], "sets": {}}
-    print(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
-          f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
-    if task["heldout"]:
-        seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
-        report["sets"] = heldout(cfg, teacher, out / "student", seen, out)
-    if task["export"]:
-        try:
-            report["export"] = export_student(out / "student", teacher["model"], task["export"])
-        except OSError as err:
-            raise ConfigError(f"task.export={task['export']}: {err.strerror or err}; the trained student is in "
-                              f"{out / 'student'} (rerun to export it)") from err
-        print(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
-              f"largest weight error {report['export']['max_weight_error']:.1e}")
-    write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
-    (out / "curve.json").write_text(json.dumps(result["curve"], indent=1) + "\n")
-    return report
+    task["teacher"] = {k: v for k, v in task["teacher"].items() if k != "_target_"}
+    sets = data_of(cfg).sets if task["heldout"] else {}
+    return distill_student(task, cfg.out_dir, plain(cfg.engine), cfg.data.name, sets)

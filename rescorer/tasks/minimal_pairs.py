@@ -1,113 +1,23 @@
-"""``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set.
-
-Every method of ``task.methods`` runs with every selected scorer (``scorer=[ll]``; a masked LM once per PLL
-variant of ``task.variants``; Yes/No and A/B with causal LMs only), then the ``task.ensembles``. A causal LM's
-LP leaves the end of the sentence out unless ``task.score_eos`` (report ``eos_scored``). Writes under
-out_dir: report.{json,md} (accuracy overall and per phenomenon, the spread over templates, the correlation of
-correctness with the token-length difference, seconds), pairs.jsonl (every pair's scores) and accuracy.png.
-"""
+"""``rescorer task=minimal_pairs``: acceptability judgments on a minimal-pair set
+(:func:`rescorer.studies.minimal_pairs.evaluate_pairs`)."""
 from __future__ import annotations
 
-import time
-from collections import Counter
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from ..engine import BoundScorer, load_scorers
-from ..errors import ConfigError, check_known
-from ..pairs.data import Pair
-from ..pairs.evaluate import pair_records, summarise, write_pair_records
-from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
-from ..plots import phenomenon_bars
-from ..report import write_report
-from ..version import TOOL, signature
-from . import plain
+from ..engine import load_scorers
+from ..studies.minimal_pairs import evaluate_pairs, scorer_specs
+from . import plain, scorer_specs_of
 
-
-def evaluate_pairs(pairs: Sequence[Pair], scorers: Mapping[str, BoundScorer], methods: Sequence[str], out_dir: str | Path,
-                   name: str = "pairs", ensembles: Sequence[str] = (), trials: int = 10,
-                   **judge_options: Any) -> dict[str, Any]:
-    """Judge ``pairs`` with each method and scorer ({label: scorer}); write the report, records and plot."""
-    start = time.perf_counter()
-    check_known("minimal-pair method", methods, METHODS)
-    causal = [label for label, s in scorers.items() if hasattr(s.adapter, "next_token")]
-    if not causal and ({*methods} & {*NEEDS_CAUSAL} or ensembles):
-        raise ConfigError("Yes/No, A/B and ensembles read next-token probabilities: select a causal LM (scorer=[ll])")
-    results: dict[str, Judgments] = {}
-    lengths, owner = {}, {}
-    for label, scorer in scorers.items():
-        judge = Judge(scorer, pairs, **judge_options)
-        lengths[label] = judge.token_lengths()
-        runs = [m for m in methods if label in causal or m not in NEEDS_CAUSAL]
-        for method in runs:
-            results[f"{label}.{method}"] = judge(method)
-            owner[f"{label}.{method}"] = label
-        for spec in ensembles if label in causal else ():
-            results[f"{label}.ensemble[{spec}]"] = judge.ensemble(spec, trials)
-            owner[f"{label}.ensemble[{spec}]"] = label
-    phenomena = [p.phenomenon for p in pairs]
-    summaries = {key: summarise(j, phenomena, lengths[owner[key]][0] - lengths[owner[key]][1])
-                 for key, j in results.items()}
-
-    out = Path(out_dir)
-    records = write_pair_records(out / "pairs.jsonl", pair_records(pairs, results, lengths))
-    plot = phenomenon_bars(summaries, out / "accuracy.png", f"{name}: accuracy per phenomenon")
-    options = {k: v for k, v in sorted(judge_options.items()) if not isinstance(v, (list, tuple))}
-    eos = {label: bool(s.adapter.score_eos) for label, s in scorers.items() if hasattr(s.adapter, "score_eos")}
-    report = {
-        "task": "minimal_pairs", "pairs": name, "n_pairs": len(pairs),
-        "paradigms": dict(Counter(p.paradigm for p in pairs)),
-        "signature": signature(TOOL, pairs=name, n=len(pairs), **options, trials=trials),
-        "scorers": {label: s.signature for label, s in scorers.items()},
-        "eos_scored": eos,
-        "methods": summaries, "seconds": time.perf_counter() - start,
-        "outputs": {"pairs": str(records), "plot": str(plot)},
-    }
-    columns = ["accuracy", "spread", "length_corr", "seconds", *(f"phenomena.{p}" for p in sorted(set(phenomena)))]
-    title = f"{name}: minimal-pair accuracy (%), {len(pairs)} pairs{eos_note(eos)}"
-    write_report(out, report, columns, title, key="methods")
-    return report
-
-
-def eos_note(eos: Mapping[str, bool]) -> str:
-    """What the report's title says about the end of the sentence, for the causal scorers in ``eos``."""
-    if not eos:
-        return ""
-    if len(set(eos.values())) == 1:
-        return ", LP with log P(EOS)" if any(eos.values()) else ", LP without EOS"
-    return f", log P(EOS) in LP of {', '.join(label for label, scored in eos.items() if scored)} only"
-
-
-def is_causal(spec: Mapping[str, Any]) -> bool:
-    """Whether a scorer spec reads left to right (it may score the end of the sentence)."""
-    return spec.get("kind") == "ll" or (spec.get("kind") == "pcfg" and spec.get("variant") == "causal")
-
-
-def pair_scorers(cfg: Any) -> dict[str, BoundScorer]:
-    """The selected scorers with the task's normalisation and, for causal ones, its ``score_eos``; a masked LM once
-    per PLL variant in ``task.variants``."""
-    task = plain(cfg.task)
-    specs = {}
-    for name, spec in (plain(cfg.get("scorer")) or {}).items():
-        spec = {k: v for k, v in spec.items() if k != "_target_"}
-        spec.update(case=task["case"], append_period=task["append_period"])
-        if is_causal(spec):
-            spec["score_eos"] = task["score_eos"]
-        variants = list(task["variants"]) if spec.get("kind") == "pll" and task["variants"] else [None]
-        for variant in variants:
-            specs[name if variant is None else f"{name}.{variant}"] = spec if variant is None else {**spec, "variant": variant}
-    if not specs:
-        raise ConfigError("no scorer selected: add scorer=[ll] or scorer=[pll]")
-    return load_scorers(specs, plain(cfg.engine))
+JUDGE_OPTIONS = ("templates", "comparative", "yes_no", "ab")
 
 
 def run(cfg: Any) -> dict[str, Any]:
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
-    task = OmegaConf.to_container(cfg.task, resolve=True)
+    task = plain(cfg.task)
     pair_set = instantiate(cfg.pairs, _convert_="all")
-    judge_options = {key: task[key] for key in ("templates", "comparative", "yes_no", "ab") if task.get(key)}
-    return evaluate_pairs(pair_set.read(), pair_scorers(cfg), task["methods"], cfg.out_dir, pair_set.name,
-                          task.get("ensembles") or (), task["ensemble_trials"], alpha=task["alpha"],
-                          style=task["prompt_style"], seed=task["seed"], **judge_options)
+    specs = scorer_specs(scorer_specs_of(cfg), task["case"], task["append_period"], task["score_eos"], task["variants"])
+    return evaluate_pairs(pair_set.read(), load_scorers(specs, plain(cfg.engine)), task["methods"], cfg.out_dir,
+                          pair_set.name, task.get("ensembles") or (), task["ensemble_trials"], alpha=task["alpha"],
+                          style=task["prompt_style"], seed=task["seed"],
+                          **{key: task[key] for key in JUDGE_OPTIONS if task.get(key)})
