@@ -10,6 +10,5 @@ from . import data_of, plain
 
 def run(cfg: Any) -> dict[str, Any]:
     task = plain(cfg.task)
-    task["teacher"] = {k: v for k, v in task["teacher"].items() if k != "_target_"}
     sets = data_of(cfg).sets if task["heldout"] else {}
     return distill_student(task, cfg.out_dir, plain(cfg.engine), cfg.data.name, sets)
