@@ -210,6 +210,8 @@ def check_key(cfg: dict[str, Any], override: Any, groups: dict[str, list[str]]) 
                 readable |= set(groups)  # `+experiment=NAME`: a group not in the defaults
             if override.is_delete() or (readable is not None and name not in readable):
                 what = f"{'.'.join(where)} key" if where else "key"
+                if where == ("task",) and isinstance(node.get("name"), str):
+                    what = f"task={node['name']} key"  # the keys of another task are not this one's
                 raise UnknownNameError(what, name, sorted(node if readable is None else readable))
             if not (override.is_add() or override.is_force_add()):
                 key = ".".join(path[:depth + 1])

@@ -38,7 +38,7 @@ class UnknownNameError(ConfigError):
     def __init__(self, what: str, names: object, choices: Iterable[str]):
         single = isinstance(names, str) or not isinstance(names, Iterable)
         self.names = [str(names)] if single else [str(name) for name in names]
-        self.choices = list(dict.fromkeys(str(choice) for choice in choices))
+        self.choices = list(dict.fromkeys(str(c) for c in choices if not str(c).startswith("_")))  # not _target_
         self.suggestions = list(dict.fromkeys(match for name in self.names
                                               for match in difflib.get_close_matches(name, self.choices, n=1)))
         plural = "s" if len(self.names) > 1 else ""
