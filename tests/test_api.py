@@ -39,6 +39,14 @@ def test_public_api_names():
     assert rescorer.io.nbest_from_generate is rescorer.nbest_from_generate
 
 
+def test_the_task_the_api_and_the_pipeline_share_one_rescore():
+    import rescorer.tasks.apply as apply_task
+    import rescorer.tasks.rescore as rescore_task
+
+    assert rescorer.rescore is rescorer.pipeline.rescore is rescore_task.rescore
+    assert rescorer.apply is rescorer.pipeline.apply is apply_task.apply
+
+
 def test_rescore_in_one_call_equals_its_steps_and_writes_only_what_it_is_asked(tmp_path, tiny_causal, monkeypatch):
     """README "Python API": ``rescorer.rescore`` and the same job step by step (``rescorer.pipeline``)."""
     monkeypatch.chdir(tmp_path)
