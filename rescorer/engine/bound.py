@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..metrics import Perplexity
 
 if TYPE_CHECKING:
+    from ..context import Context
     from ..scorers.base import Scorer
     from .runner import Engine, ScoredTexts
 
@@ -23,6 +24,11 @@ class BoundScorer:
     @property
     def signature(self) -> str:
         return self.adapter.signature
+
+    @property
+    def context(self) -> "Context | None":
+        """What the scorer reads before each text (:mod:`rescorer.context`), None for sentences alone."""
+        return self.adapter.context
 
     def normalise(self, texts: Sequence[str]) -> list[str]:
         """The texts as this scorer scores them (its case and period policy)."""

@@ -9,13 +9,14 @@ from ..report import write_report
 from ..types import NBest
 from ..version import TOOL
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_scored
-from .scoring import score_nbest, set_perplexities
+from .scoring import check_contexts, score_nbest, set_perplexities
 
 
 def score_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], out_dir: str | Path | OutDir,
                data: str) -> dict[str, Any]:
     """Score every set with every scorer, write the scored lists, report cost and (P)PPL per scorer."""
     target = checked_out_dir(out_dir, sets, scorers)
+    check_contexts(sets, scorers, tuning=False)
     results = {name: score_nbest(nbest, scorers) for name, nbest in sets.items()}
     with run_dir(target) as out:
         report = score_report(sets, results, scorers, out, data)

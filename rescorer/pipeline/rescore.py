@@ -34,7 +34,7 @@ from ..summary import summary
 from .scales import match_scales, search_warnings
 from .reports import Interval, Report, SearchSummary, SetReport
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
-from .scoring import score_nbest, set_perplexities
+from .scoring import check_contexts, context_notes, score_nbest, set_perplexities
 from .sets import tuning_set
 from .tuned import FILE as TUNED_FILE, Tuned
 
@@ -160,6 +160,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     the tuning set comparing the fast and robust rules. ``out_dir`` may not hold what the run reads (the sets'
     files, the scorers' store) unless it was checked already (an :class:`OutDir`)."""
     check_run(sets, bootstrap=bootstrap, seed=seed, halves=halves)
+    check_contexts(sets, scorers)
     search_rule(search)
     target = checked_out_dir(out_dir, sets, scorers)
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
@@ -179,7 +180,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
     report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
-    report.halves, report.notes, report.warnings = study, notes, warnings
+    report.halves, report.notes, report.warnings = study, notes + context_notes(scorers), warnings
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
     return finish(report, applied, metric, tuned, target, title, result)
 
@@ -191,6 +192,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     where references exist, the counts and changed 1-bests everywhere. ``out_dir`` may not hold what the run reads
     (the sets' files, ``source``: the tuned rescorer, the scorers' store) unless it was checked already."""
     check_run(sets, bootstrap=bootstrap, seed=seed)
+    check_contexts(sets, scorers)
     target = checked_out_dir(out_dir, sets, scorers, [source])
     metric = tuned.make_metric()
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
@@ -201,7 +203,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
                     scorers={column: scorer.signature for column, scorer in scorers.items()},
                     signature=signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
                     sets={name: a.entry for name, a in applied.items()},
-                    penalties={c.name: c.penalty for c in tuned.columns})
+                    penalties={c.name: c.penalty for c in tuned.columns}, notes=context_notes(scorers))
     title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
     return finish(report, applied, metric, tuned, target, title, None)
 
@@ -242,7 +244,8 @@ def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Me
         entry.tuned_on_this_set = name == dev
         if name == dev:
             entry.change += " (tuned here)"
-        entry.ppl = {column: set_perplexities(new, scorer, scored.scores[column], "rescored_1best")
+        entry.ppl = {column: set_perplexities(old, scorer, scored.scores[column], "rescored_1best",
+                                              new.select([0] * len(new)))
                      for column, scorer in scorers.items()}
         applied[name] = Applied(new, entry, changes)
     return applied

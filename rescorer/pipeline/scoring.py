@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ..context import conditional, contexts, split
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
 from ..metrics import Perplexity
@@ -17,25 +18,70 @@ def score_nbest(nbest: NBest, scorers: Mapping[str, BoundScorer]) -> tuple[NBest
     if taken is not None:
         raise ConfigError(f"{nbest.source}: scorer {taken!r} would overwrite the input's score column {taken!r}; "
                           "give the scorer another name")
-    texts = nbest.texts()
-    scored = {name: scorer.compute(texts) for name, scorer in scorers.items()}
+    scored = {name: scorer.compute(scored_texts(nbest, scorer), normalise=False) for name, scorer in scorers.items()}
     return nbest.with_columns({name: s.totals for name, s in scored.items()}), scored
 
 
-def perplexity(scorer: BoundScorer, texts: Sequence[str], known: ScoredTexts | None = None) -> Perplexity:
-    """(P)PPL of ``texts`` under ``scorer``, reusing the token scores in ``known`` and scoring only the rest."""
+def scored_texts(nbest: NBest, scorer: BoundScorer, chosen: Sequence[str] | None = None) -> list[str]:
+    """What ``scorer`` scores for every hypothesis of ``nbest`` (``texts()`` order), or for ``chosen`` (one text
+    per utterance): each normalised, after its utterance's context where the scorer reads one (the contexts come
+    from ``nbest`` as read, whatever was chosen)."""
+    texts = nbest.texts() if chosen is None else list(chosen)
     normalised = scorer.normalise(texts)
+    if scorer.context is None:
+        return normalised
+    before = contexts(nbest, scorer.context, scorer.adapter.normaliser)
+    owners = (u for u, utt in enumerate(nbest) for _ in utt.hyps) if chosen is None else range(len(texts))
+    return [conditional(before[u], text) for u, text in zip(owners, normalised)]
+
+
+def perplexity(scorer: BoundScorer, texts: Sequence[str], known: ScoredTexts | None = None,
+               nbest: NBest | None = None) -> Perplexity:
+    """(P)PPL of ``texts`` under ``scorer``, reusing the token scores in ``known`` and scoring only the rest;
+    ``texts`` are one per utterance of ``nbest`` when a scorer with context needs their contexts."""
+    if scorer.context is not None and nbest is None:
+        raise ConfigError("the perplexity of a scorer with context needs the N-best list its texts come from")
+    scoring = scored_texts(nbest, scorer, texts) if nbest is not None else scorer.normalise(texts)
     found = known.by_text() if known is not None else {}
-    missing = [t for t in dict.fromkeys(normalised) if t not in found]
+    missing = [t for t in dict.fromkeys(scoring) if t not in found]
     if missing:
         found.update(scorer.compute(missing, normalise=False).by_text())
-    return Perplexity.of([found[t][1] for t in normalised], normalised)
+    return Perplexity.of([found[t][1] for t in scoring], [split(t)[1] for t in scoring])
 
 
-def set_perplexities(nbest: NBest, scorer: BoundScorer, known: ScoredTexts | None,
-                     best: str) -> dict[str, dict[str, float]]:
-    """(P)PPL of the 1-best of ``nbest`` (reported as ``best``) and, when known, of its references."""
-    out = {best: perplexity(scorer, nbest.select([0] * len(nbest)), known).as_dict()}
+def set_perplexities(nbest: NBest, scorer: BoundScorer, known: ScoredTexts | None, best: str,
+                     chosen: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    """(P)PPL of the 1-best of ``nbest`` (or of ``chosen``, one text per utterance; reported as ``best``) and,
+    when known, of its references."""
+    out = {best: perplexity(scorer, nbest.select([0] * len(nbest)) if chosen is None else chosen, known,
+                            nbest).as_dict()}
     if nbest.has_refs:
-        out["ref"] = perplexity(scorer, nbest.refs(), known).as_dict()
+        out["ref"] = perplexity(scorer, nbest.refs(), known, nbest).as_dict()
     return out
+
+
+def check_contexts(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], tuning: bool = True) -> None:
+    """Refuse, before anything is scored, contexts that cannot be made for ``sets`` (ids that name no recording,
+    a group regex that does not match) and, when ``tuning`` (or applying tuned weights, which the references
+    judge), contexts made of the references."""
+    reading = [name for name, scorer in scorers.items() if scorer.context and scorer.context.source == "reference"]
+    if tuning and reading:
+        raise ConfigError(f"scorer(s) {reading} read the references as context (context.source=reference): that is "
+                          "for analysis with task=score only; use context.source=first_pass to tune or apply")
+    for scorer in scorers.values():
+        for nbest in sets.values() if scorer.context is not None else ():
+            contexts(nbest, scorer.context, scorer.adapter.normaliser)
+
+
+def context_notes(scorers: Mapping[str, BoundScorer]) -> list[str]:
+    """What the report says of each scorer's context: its settings, and contexts cut to fit the model."""
+    notes = []
+    for name, scorer in scorers.items():
+        context = scorer.context
+        if context is not None:
+            cut = getattr(scorer.adapter, "contexts_cut", 0)
+            notes.append(f"{name} reads each hypothesis after the {context.source} 1-bests of up to "
+                         f"{context.utterances} earlier utterances of its recording (at most {context.tokens} "
+                         "tokens)" + (f"; {cut} contexts were cut further, from the left, to fit the model's "
+                                      f"{scorer.adapter.width} positions" if cut else ""))
+    return notes

@@ -31,6 +31,7 @@ class Scorer(ABC):
     # The total of a text with nothing to score (no rows). 0.0, the empty sum, would be the best log-score
     # possible; scorers for which an empty text has no probability say −inf, so it can never win on them.
     empty_score: float = 0.0
+    context: Any = None  # a rescorer.context.Context where the scorer reads each text after its context
 
     def __init__(self, normaliser: Normaliser | None = None, compile: bool = False):
         self.normaliser = normaliser or Normaliser()

@@ -1,10 +1,12 @@
-"""Causal-LM log-likelihood: LL(S) = Σ log P(t_i | BOS, t_<i), one forward pass per sentence."""
+"""Causal-LM log-likelihood: LL(S) = Σ log P(t_i | BOS, t_<i), one forward pass per sentence; with context,
+LL(S | C) = Σ log P(t_i | BOS, C, t_<i) over the tokens of S only."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..context import Context, split
 from ..errors import ConfigError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .rows import RowPool, concat, padded
@@ -19,7 +21,9 @@ class CausalLMScorer(Scorer):
     ``bos``: the token every sentence is conditioned on — ``auto`` (the tokenizer's BOS, else its EOS, as
     GPT-2's ``<|endoftext|>``), ``bos`` or ``eos``; it is never scored. ``score_eos`` (default, as ESPnet's LM does) adds log
     P(EOS | S), so the empty text scores log P(EOS | BOS), not the empty sum 0.
-    ``loaded``: an in-memory (tokenizer, model) pair to score with.
+    ``loaded``: an in-memory (tokenizer, model) pair to score with. ``context`` (:class:`~rescorer.context.Context`
+    options): texts are ``context + SEPARATOR + hypothesis`` and only the hypothesis (and EOS) is scored, given
+    the last ``context.tokens`` tokens of the context, fewer where the model's positions would not hold them.
     """
 
     kind = "ll"
@@ -29,7 +33,7 @@ class CausalLMScorer(Scorer):
     def __init__(self, model: str, bos: str = "auto", score_eos: bool = True, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,
                  trust_remote_code: bool = False, loaded: tuple[Any, Any] | None = None, window: int | None = None,
-                 stride: int | None = None, **common: Any):
+                 stride: int | None = None, context: Any = None, **common: Any):
         """``window``/``stride``: tokens the model reads at once (default: its positions) and how far a window
         advances over a longer text (default: half a window; ``rescorer.scorers.windows``)."""
         super().__init__(**common)
@@ -52,30 +56,63 @@ class CausalLMScorer(Scorer):
         self.width = max(2, window or model_positions(self.model, self.tokenizer))
         self.stride = max(1, min(stride or self.width // 2, self.width - 1))
         self.window_given = {k: v for k, v in (("window", window), ("stride", stride)) if v}
+        self.context = Context.of(context)
+        if self.context is not None and not self.tokenizer.is_fast:
+            raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
+                              "from the hypothesis's")
+        self.contexts_cut = 0  # contexts cut further than context.tokens to fit the model's positions
 
     @property
     def signature(self) -> str:
-        return self._signature(model=self.model_tag, bos=self.bos_id,
-                               eos="scored" if self.score_eos else "no", dtype=self.dtype_name, **self.window_given)
+        context = {"context": self.context.signature} if self.context else {}
+        return self._signature(model=self.model_tag, bos=self.bos_id, eos="scored" if self.score_eos else "no",
+                               dtype=self.dtype_name, **self.window_given, **context)
 
     def prepare(self, text: str) -> np.ndarray:
         return self.prepare_all([text])[0]
 
     def prepare_all(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """[BOS, tokens, EOS (``score_eos``)] of each text, tokenized together."""
+        """[BOS, tokens, EOS (``score_eos``)] of each text, tokenized together; with context, [BOS, context
+        tokens, hypothesis tokens, EOS], and ``.prefix`` says how many ids after BOS are context."""
+        if self.context is not None:
+            return self.prepare_conditional(texts)
         tail = [self.tokenizer.eos_token_id] if self.score_eos else []
         return [np.asarray([self.bos_id, *ids, *tail], dtype=np.int64)
                 for i in range(0, len(texts), TOKENIZE_CHUNK)
                 for ids in self.tokenizer(list(texts[i : i + TOKENIZE_CHUNK]), add_special_tokens=False)["input_ids"]]
+
+    def prepare_conditional(self, texts: Sequence[str]) -> "Conditional":
+        """Each ``context + SEPARATOR + hypothesis`` tokenized as the one text ``context hypothesis``: the tokens
+        that end inside the context are context, the rest the hypothesis. The context keeps its last
+        ``context.tokens`` tokens, fewer where BOS, context, hypothesis and EOS would not fit the model's positions
+        (a hypothesis that does not fit alone is scored without context, in windows)."""
+        tail = [self.tokenizer.eos_token_id] if self.score_eos else []
+        out, prefix = Conditional(), []
+        for i in range(0, len(texts), TOKENIZE_CHUNK):
+            parts = [split(t) for t in texts[i : i + TOKENIZE_CHUNK]]
+            joined = [f"{c} {h}" if c and h else c or h for c, h in parts]
+            encoded = self.tokenizer(joined, add_special_tokens=False, return_offsets_mapping=True)
+            for (context, _), ids, offsets in zip(parts, encoded["input_ids"], encoded["offset_mapping"]):
+                given = sum(end <= len(context) for _, end in offsets) if context else 0
+                room = max(self.width - 1 - len(tail) - (len(ids) - given), 0)
+                keep = min(given, self.context.tokens, room)
+                self.contexts_cut += keep < min(given, self.context.tokens)
+                out.append(np.asarray([self.bos_id, *ids[given - keep :], *tail], dtype=np.int64))
+                prefix.append(keep)
+        out.prefix = np.asarray(prefix, dtype=np.int64)
+        return out
 
     def pool(self, sentences: Sequence[np.ndarray]) -> RowPool:
         """One row per window (one per sentence when it fits): where its ids start in the pool of all ids, its
         length, and how many of its leading targets an earlier window already scored (``skip``)."""
         ids, id_start = concat(sentences)
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        prefix = getattr(sentences, "prefix", np.zeros(len(sentences), dtype=np.int64))  # context: read, not scored
         sentence, start, end, first = causal_windows(lengths, self.width, self.stride)
-        return RowPool(sentence, end - start, first, end - 1 - first, np.maximum(lengths - 1, 0),
-                       {"ids": ids, "start": id_start[sentence] + start, "skip": first - start})
+        first = np.maximum(first, prefix[sentence])
+        return RowPool(sentence, end - start, first - prefix[sentence], end - 1 - first,
+                       np.maximum(lengths - 1 - prefix, 0), {"ids": ids, "start": id_start[sentence] + start,
+                                                               "skip": first - start})
 
     def batch(self, ids: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[Any, Any, np.ndarray]:
         """Rows ``ids[start : start + length]`` right-padded on the device, the attention mask (None without
@@ -107,6 +144,12 @@ class CausalLMScorer(Scorer):
         Each candidate must be one token; run it on prompts as given (no normalisation), after the BOS token
         when ``add_bos`` (a chat-templated prompt carries its own control tokens: pass False)."""
         return NextTokenScorer(self, candidates, add_bos)
+
+
+class Conditional(list):
+    """Prepared conditional texts, and for each how many ids after BOS are context (``prefix``)."""
+
+    prefix: np.ndarray
 
 
 class NextTokenScorer(Scorer):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from ..combine.search import search_options
+from ..context import OPTIONS as CONTEXT_OPTIONS
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
 from ..errors import ConfigError, RescorerError, check_known
 from ..options import RUN, Option, checked
@@ -81,6 +82,8 @@ def readable_keys(path: tuple[str, ...], node: Mapping[str, Any]) -> set[str] | 
         return None if parameters is None else set(node) | parameters
     if len(path) == 2 and path[0] == "scorer":
         return set(node) | (option_names(node["kind"]) if node.get("kind") in KINDS else set())
+    if len(path) == 3 and path[0] == "scorer" and path[2] == "context":
+        return set(node) | set(CONTEXT_OPTIONS)
     return None if path else set(node)
 
 

@@ -1,0 +1,117 @@
+"""Context across utterances: which recording or document each utterance belongs to, and the text of the
+utterances before it, so that a scorer can score a hypothesis given what was said just before.
+
+A conditional text is ``context + SEPARATOR + hypothesis``; a scorer with context scores only the hypothesis
+(and its end), and the score store keys on the whole string, so a score is never reused under another context.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import ConfigError, check_known
+from .options import Option, checked
+from .types import NBest
+
+SEPARATOR = "\ue000"  # a private-use character: no text holds it, and no normalisation touches it
+SOURCES = ("first_pass", "reference")
+# Formats whose lists are one document in order (translation, HyPoradise): the position is the line.
+ORDERED = frozenset({"fairseq", "moses", "marian", "sockeye", "hyporadise", "mlm-scoring"})
+OPTIONS = {"utterances": Option("integer", low=1), "tokens": Option("integer", low=1),
+           "source": Option("text"), "group": Option("text", null=True)}
+
+
+@dataclass(frozen=True)
+class Context:
+    """A scorer's context: the 1-bests of up to ``utterances`` previous utterances of the same recording or
+    document, cut to the last ``tokens`` tokens, taken from ``source`` (``first_pass``: the input 1-bests;
+    ``reference``: the references, for analysis only, never for tuning). ``group`` is a regex whose first group
+    (or whole match) in an utterance id names its recording; None: the format's own grouping."""
+
+    utterances: int = 5
+    tokens: int = 256
+    source: str = "first_pass"
+    group: str | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any] | None) -> "Context | None":
+        """The context a scorer's ``context`` option describes (None, or an empty mapping: no context)."""
+        if options is None or (isinstance(options, Mapping) and not options):
+            return None
+        Option("mapping").check("context", options)
+        check_known("context key", options, OPTIONS)
+        checked("context.", options, OPTIONS)
+        check_known("context.source", [options.get("source", "first_pass")], SOURCES)
+        if options.get("group") is not None:
+            try:
+                re.compile(options["group"])
+            except re.error as err:
+                raise ConfigError(f"context.group={options['group']!r} is not a regular expression: {err}") from None
+        return cls(**options)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.utterances}/{self.tokens}/{self.source}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def groups(nbest: NBest, pattern: str | None = None) -> list[str]:
+    """The recording (or document) of each utterance: from ``pattern`` (first group, else the whole match, of a
+    search in the id), else the format's own: one document for translation and HyPoradise lists, else the id
+    without its last ``-``/``_`` field (``spk-chapter`` of LibriSpeech's ``spk-chapter-utt``)."""
+    if pattern is not None:
+        regex = re.compile(pattern)
+        found = []
+        for utt in nbest:
+            match = regex.search(utt.id)
+            if match is None:
+                raise ConfigError(f"{utt.origin or nbest.source}: context.group={pattern!r} does not match "
+                                  f"utterance id {utt.id!r}")
+            found.append(match.group(1) if regex.groups else match.group(0))
+        return found
+    if nbest.fmt in ORDERED:
+        return [""] * len(nbest)
+    found = [re.split(r"[-_](?=[^-_]*$)", utt.id)[0] if re.search(r"[-_]", utt.id) else None for utt in nbest]
+    loose = next((utt for utt, group in zip(nbest, found) if group is None), None)
+    if loose is not None:
+        raise ConfigError(f"{loose.origin or nbest.source}: utterance id {loose.id!r} names no recording "
+                          "(no spk-chapter-utt form): set the scorer's context.group to a regex on the ids")
+    return found  # type: ignore[return-value]
+
+
+def previous(texts: Sequence[str], owners: Sequence[str], count: int) -> list[list[str]]:
+    """For each position, the ``texts`` of up to ``count`` earlier positions with the same owner, oldest first."""
+    seen: dict[str, list[str]] = {}
+    out = []
+    for text, owner in zip(texts, owners):
+        before = seen.setdefault(owner, [])
+        out.append(before[-count:])
+        before.append(text)
+    return out
+
+
+def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str]) -> list[str]:
+    """The context of each utterance of ``nbest``: its ``context.source`` texts (input 1-bests or references) of
+    up to ``context.utterances`` earlier utterances of its recording, each normalised, joined by spaces; empty for
+    the first utterance of a recording."""
+    if context.source == "reference" and not nbest.has_refs:
+        raise ConfigError(f"{nbest.source}: context.source=reference needs references for every utterance")
+    sources = nbest.refs() if context.source == "reference" else nbest.select([0] * len(nbest))
+    before = previous([normalise(text) for text in sources], groups(nbest, context.group), context.utterances)
+    return [" ".join(text for text in texts if text) for texts in before]
+
+
+def conditional(context: str, text: str) -> str:
+    """``text`` after ``context``, as a scorer with context reads it (a text may not hold the separator)."""
+    if SEPARATOR in text:
+        raise ConfigError(f"text {text[:60]!r} holds the character U+E000, which marks where a context ends")
+    return context + SEPARATOR + text
+
+
+def split(text: str) -> tuple[str, str]:
+    """(context, hypothesis) of a conditional text; a plain text has an empty context."""
+    context, _, hypothesis = text.rpartition(SEPARATOR)
+    return context, hypothesis

@@ -1,0 +1,153 @@
+"""Scoring a hypothesis after the utterances before it: recordings from ids, contexts from the first pass, causal
+LL of only the hypothesis's tokens (checked against a direct forward pass over the joined text)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import rescorer
+from rescorer.context import SEPARATOR, Context, conditional, contexts, groups, previous
+from rescorer.errors import ConfigError
+from rescorer.io.sets import NBestSet
+
+from .conftest import DEMO
+from .models import tiny_models  # noqa: F401  (fixture)
+
+PAIRS = [("HE HOPED THERE WOULD BE STEW FOR DINNER", "TURNIPS AND CARROTS"), ("", "STUFF IT INTO YOU"),
+         ("AFTER EARLY NIGHTFALL", ""), ("A B", "THE YELLOW LAMPS WOULD LIGHT UP")]
+
+
+def demo(name: str, every: int = 1, top: int = 4) -> rescorer.NBest:
+    return NBestSet(str(DEMO / name), refs=str(DEMO / name / "ref.trn"), every=every, top=top).read()
+
+
+def naive(scorer: rescorer.engine.BoundScorer, context: str, hypothesis: str, keep: int | None = None) -> float:
+    """log P(hypothesis tokens, EOS | BOS, context) from one forward pass over ``context hypothesis``; the context
+    tokens are those that end inside the context, of which the last ``keep`` are read."""
+    adapter = adapter_of(scorer)
+    tokenizer, model = adapter.tokenizer, adapter.model
+    joined = f"{context} {hypothesis}" if context and hypothesis else context or hypothesis
+    encoded = tokenizer(joined, add_special_tokens=False, return_offsets_mapping=True)
+    given = sum(end <= len(context) for _, end in encoded["offset_mapping"]) if context else 0
+    keep = given if keep is None else keep
+    ids = [adapter.bos_id, *encoded["input_ids"][given - keep :], tokenizer.eos_token_id]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), dim=-1)
+    return sum(logp[j, ids[j + 1]].item() for j in range(keep, len(ids) - 1))
+
+
+def adapter_of(scorer):
+    return scorer.adapter
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_ll_with_context_scores_only_the_hypothesis_as_a_direct_forward_pass_does(tiny_models, arch, tmp_path):
+    scorer = rescorer.load_scorer("ll", str(tiny_models[arch]), context={"utterances": 3, "tokens": 64},
+                                  store=str(tmp_path / "s.sqlite"), progress=False)
+    texts = [conditional(c, h) for c, h in PAIRS]
+    scored = scorer.compute(texts, normalise=False)
+    for (context, hypothesis), total, tokens in zip(PAIRS, scored.totals, scored.tokens):
+        assert total == pytest.approx(naive(scorer, context, hypothesis), abs=1e-4)
+        alone = adapter_of(scorer).tokenizer(hypothesis, add_special_tokens=False)["input_ids"]
+        assert len(tokens) == len(alone) + 1  # the hypothesis's tokens and EOS, never the context's
+    # Batch budget and order of the texts change nothing; the store gives back what was computed.
+    again = rescorer.load_scorer("ll", str(tiny_models[arch]), context={"utterances": 3, "tokens": 64},
+                                 budget=16, progress=False).compute(texts[::-1], normalise=False)
+    assert again.totals[::-1] == pytest.approx(scored.totals, abs=1e-5)
+    assert scorer.compute(texts, normalise=False).totals == scored.totals
+
+
+def test_an_empty_context_scores_as_the_sentence_alone_and_context_changes_the_score(tiny_models):
+    options = {"store": None, "progress": False}
+    alone = rescorer.load_scorer("ll", str(tiny_models["gpt2"]), **options)
+    with_context = rescorer.load_scorer("ll", str(tiny_models["gpt2"]), context={"utterances": 1}, **options)
+    assert with_context.signature != alone.signature and "context:1/256/first_pass" in with_context.signature
+    hypothesis = "STUFF IT INTO YOU"
+    empty, given = with_context.compute([conditional("", hypothesis), conditional("HE HOPED", hypothesis)],
+                                        normalise=False).totals
+    assert empty == pytest.approx(alone.score([hypothesis])[0], abs=1e-5)
+    assert given != pytest.approx(empty, abs=1e-3)
+
+
+def test_a_context_longer_than_the_model_reads_is_cut_from_the_left(tiny_models):
+    scorer = rescorer.load_scorer("ll", str(tiny_models["gpt2"]), context={"utterances": 1, "tokens": 1000},
+                                  window=24, store=None, progress=False)
+    context, hypothesis = " ".join(["AND THE YELLOW LAMPS WOULD LIGHT UP"] * 6), "STUFF IT INTO YOU"
+    alone = len(adapter_of(scorer).tokenizer(hypothesis, add_special_tokens=False)["input_ids"])
+    total = scorer.compute([conditional(context, hypothesis)], normalise=False).totals[0]
+    assert total == pytest.approx(naive(scorer, context, hypothesis, keep=24 - 2 - alone), abs=1e-4)
+    assert adapter_of(scorer).contexts_cut == 1
+
+
+def test_recordings_come_from_ids_a_regex_or_the_order_of_a_translation_list():
+    nbest = demo("test_clean", every=50)
+    assert groups(nbest) == [u.id.rsplit("-", 1)[0] for u in nbest]
+    assert groups(nbest, r"^(\d+)-") == [u.id.split("-")[0] for u in nbest]  # by speaker
+    moses = nbest.with_utterances(list(nbest))
+    object.__setattr__(moses, "fmt", "moses")
+    assert groups(moses) == [""] * len(nbest)
+    with pytest.raises(ConfigError, match=r"context.group='\^x' does not match utterance id '1089-134686-0000'"):
+        groups(nbest, "^x")
+    loose = nbest.with_utterances([rescorer.Utterance("utt7", u.hyps, u.ref) for u in nbest][:1])
+    with pytest.raises(ConfigError, match="utterance id 'utt7' names no recording"):
+        groups(loose)
+
+
+def test_each_utterance_reads_the_first_pass_1_bests_before_it_in_its_recording():
+    assert previous(list("abcde"), ["x", "x", "y", "x", "y"], 2) == [[], ["a"], [], ["a", "b"], ["c"]]
+    nbest = demo("test_clean", every=10)
+    found = contexts(nbest, Context(utterances=2), str.lower)
+    by_id = {u.id: i for i, u in enumerate(nbest)}
+    for i, utt in enumerate(nbest):  # a hand count: the two utterances before it in the list, same chapter
+        same = [u for u in list(nbest)[:i] if u.id.rsplit("-", 1)[0] == utt.id.rsplit("-", 1)[0]][-2:]
+        assert found[by_id[utt.id]] == " ".join(u.hyps[0].text.lower() for u in same if u.hyps[0].text)
+    refs = contexts(nbest, Context(utterances=1, source="reference"), str.lower)
+    assert refs[1] == (nbest.utterances[0].ref.lower() if groups(nbest)[0] == groups(nbest)[1] else "")
+    with pytest.raises(ConfigError, match="U\\+E000"):
+        conditional("", f"A{SEPARATOR}B")
+
+
+def test_rescoring_with_a_context_column_beside_the_plain_one(tiny_models, tmp_path):
+    dev, test = demo("dev_other", every=10), demo("test_clean", every=10)
+    model = str(tiny_models["gpt2"])
+    scorers = {"ll": {"kind": "ll", "model": model}, "ll_ctx": {"kind": "ll", "model": model,
+                                                                 "context": {"utterances": 2}}}
+    result = rescorer.rescore(dev=dev, sets={"test": test}, scorers=scorers, bootstrap=20, out_dir=tmp_path / "out",
+                              engine={"store": str(tmp_path / "s.sqlite"), "progress": False})
+    columns = result.nbests["test"]
+    first = set()  # utterances that open their chapter: nothing before them, so both columns agree
+    for group in dict.fromkeys(groups(test)):
+        first.add(groups(test).index(group))
+    for u, utt in enumerate(columns):
+        for hyp in utt.hyps:
+            if u in first:
+                assert hyp.scores["ll_ctx"] == pytest.approx(hyp.scores["ll"], abs=1e-5)
+    assert any(h.scores["ll_ctx"] != pytest.approx(h.scores["ll"], abs=1e-3)
+               for u, utt in enumerate(columns) if u not in first for h in utt.hyps)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "context:2/256/first_pass" in report["scorers"]["ll_ctx"] and "context" not in report["scorers"]["ll"]
+    assert any(note.startswith("ll_ctx reads each hypothesis after the first_pass 1-bests of up to 2")
+               for note in report["notes"])
+    with pytest.raises(ConfigError, match="context.source=reference"):
+        rescorer.rescore(dev=dev, scorers={"ll": {**scorers["ll_ctx"], "context": {"source": "reference"}}},
+                         engine={"store": None, "progress": False})
+
+
+@pytest.mark.parametrize("override, words", [
+    ("scorer.ll_ctx.context.utterance=3", "unknown scorer.ll_ctx.context key 'utterance', did you mean 'utterances'"),
+    ("scorer.ll_ctx.context.group='^nothing'", "context.group='^nothing' does not match utterance id"),
+    ("scorer.ll_ctx.context.source=rescored", "unknown context.source 'rescored'"),
+])
+def test_context_mistakes_are_one_line(tiny_models, tmp_path, override, words):
+    run = subprocess.run([sys.executable, "-m", "rescorer", "task=rescore", "scorer=[ll_ctx]",
+                          f"model.causal.path={tiny_models['gpt2']}", "+data.sets.dev_other.every=30",
+                          "+data.sets.test_clean.every=30", override, f"out_dir={tmp_path / 'out'}",
+                          f"engine.store={tmp_path / 's.sqlite'}"], capture_output=True, text=True, timeout=300)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and words in lines[0], run.stderr
+    assert not (tmp_path / "out").exists()
