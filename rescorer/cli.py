@@ -21,9 +21,9 @@ def interrupted(cfg=None, status: int = 130) -> None:
     """One line, then exit ``status`` at once: an interrupt can land inside a half-done import whose exit hooks would
     print or re-raise the signal, and everything that was finished is already in the store. The run's staging files
     go first (a module not imported yet has none)."""
-    common = sys.modules.get("rescorer.io.common")
-    if common is not None and hasattr(common, "remove_own_staging"):
-        common.remove_own_staging()
+    files = sys.modules.get("rescorer.files")
+    if files is not None and hasattr(files, "remove_own_staging"):
+        files.remove_own_staging()
     store = cfg.get("engine", {}).get("store") if cfg is not None else None
     saved = f"finished scores are in {store}; " if store else ""
     print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)

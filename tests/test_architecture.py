@@ -24,13 +24,14 @@ LAYERS = [
     ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
-    ("filehash",),             # whole-content model hashes, cached (atomic writes through io)
     ("io",),
-    ("normalise", "store", "shipped", "devtools", "paths", "options"),
+    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: whole-content model hashes, cached
+    ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "types", "errors", "version")
+TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files", "paths",
+              "types", "errors", "version")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 

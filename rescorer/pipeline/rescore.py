@@ -29,7 +29,7 @@ from ..version import TOOL, signature as signed
 from ..changes import Change, changed
 from ..html_report import write_html
 from ..io import check_nbest, natural_base
-from ..io.common import write_text
+from ..files import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
