@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..combine import Column, Features, SearchResult, search_weights, totals
-from ..combine.search import search_options
+from ..combine.rules import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts

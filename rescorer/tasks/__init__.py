@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..combine.search import search_options
+from ..combine.rules import search_options
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
 from ..errors import ConfigError, RescorerError, check_known
 from ..options import RUN, Option, checked
