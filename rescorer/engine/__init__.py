@@ -2,7 +2,8 @@
 from .bound import BoundScorer
 from .cores import apply_threads, available_cores, default_threads
 from .factory import ENGINE_KEYS, EngineSettings, load_scorer, load_scorers
-from .runner import Engine, EngineStats, ScoredTexts
+from .local import EngineStats
+from .runner import Engine, ScoredTexts
 
 __all__ = ["ENGINE_KEYS", "BoundScorer", "Engine", "EngineSettings", "EngineStats", "ScoredTexts", "apply_threads",
            "available_cores", "default_threads", "load_scorer", "load_scorers"]

@@ -69,7 +69,7 @@ def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = 
     checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)
     adapter = load_adapter(kind, model, **{**settings.model_options, **own})
-    return (engine or settings.engine()).bind(adapter)
+    return BoundScorer(adapter, engine or settings.engine())
 
 
 def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[str, Any] | None) -> dict[str, BoundScorer]:
