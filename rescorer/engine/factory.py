@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from ..errors import check_known
 from ..options import TEXT, Option, checked
-from ..scorers import load_scorer as load_adapter
+from ..scorers import load_adapter
 from .bound import BoundScorer
 from .cores import apply_threads
 from .runner import Engine
@@ -64,7 +64,7 @@ def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str,
 def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = None, **options: Any) -> BoundScorer:
     """A scorer of ``kind`` on ``model`` run by an engine. ``options`` hold ``engine.*`` settings (``store``,
     ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
-    :func:`rescorer.scorers.load_scorer`); ``engine`` shares an existing engine (its store) instead.
+    :func:`rescorer.scorers.load_adapter`); ``engine`` shares an existing engine (its store) instead.
     ``.score(texts)`` gives each text's log-score."""
     checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)

@@ -2,7 +2,7 @@
 
 The driver keeps the score store (one writer): it sends out only the texts the store lacks and stores what the
 workers send back as it arrives, so a killed driver resumes where it stopped. Each worker rebuilds the scorer
-from its ``spec`` (the arguments of :func:`rescorer.scorers.load_scorer`) and runs the local engine's batching
+from its ``spec`` (the arguments of :func:`rescorer.scorers.load_adapter`) and runs the local engine's batching
 on its share; a sentence never leaves its worker, so its rows are never split.
 """
 from __future__ import annotations
@@ -62,11 +62,11 @@ class Worker:
     def __init__(self, spec: dict[str, Any], device: str, threads: int, budget: int | None):
         import torch
 
-        from ..scorers import load_scorer
+        from ..scorers import load_adapter
 
         if not device.startswith("cuda"):
             torch.set_num_threads(threads)
-        self.scorer = load_scorer(**{**spec, "device": device})
+        self.scorer = load_adapter(**{**spec, "device": device})
         self.budget = budget
 
     def chunks(self, texts: Sequence[str]) -> Iterator[tuple[ScoreMap, int]]:
