@@ -8,7 +8,7 @@ from ..errors import check_known
 from ..options import TEXT, Option, checked
 from ..scorers import load_adapter
 from .bound import BoundScorer
-from .cores import apply_threads
+from .cores import engine_threads
 from .runner import Engine
 
 
@@ -36,10 +36,11 @@ class EngineSettings:
         return cls(**checked("engine.", options, ENGINE_OPTIONS))
 
     def engine(self) -> Engine:
-        """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count."""
+        """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count,
+        unless a task run set it already (:func:`~rescorer.engine.cores.engine_threads`)."""
         from .scale import ScaleConfig
 
-        apply_threads(self.threads)
+        engine_threads(self.threads)
         scale = ScaleConfig.of(self.scale) if self.scale else None
         return Engine(store=self.store, budget=self.budget, progress=self.progress, scale=scale)
 

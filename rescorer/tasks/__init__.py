@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from ..combine.rules import search_options
-from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
+from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
 from ..options import RUN, Option, checked
 from ..paths import CONF, DEMO, root
@@ -120,8 +120,8 @@ def run_task(cfg: DictConfig) -> Any:
         check_keys(cfg, "search", cfg.search.get("name", "fast"))
         search = plain(cfg.search)
         search_options(search.pop("name", "fast"), search)
-    apply_threads(EngineSettings.of(plain(cfg.get("engine"))).threads)  # every task, training included
-    return module.run(cfg)
+    with task_threads(EngineSettings.of(plain(cfg.get("engine"))).threads):  # every task, training included
+        return module.run(cfg)
 
 
 def task_names() -> list[str]:
