@@ -99,42 +99,48 @@ def _staging(path: Path, make_dir: bool) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` (mode 0666 & ~umask) only if the block succeeds."""
+def _staged(path: str | os.PathLike, make_dir: bool) -> Iterator[Path]:
+    """Yield a staging file or directory beside ``path``; it replaces ``path`` (mode 0666 or 0777 & ~umask) only if
+    the block succeeds."""
     path = Path(path)
-    tmp = _staging(path, make_dir=False)
+    tmp = _staging(path, make_dir)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~current_umask())
+        os.chmod(tmp, (0o777 if make_dir else 0o666) & ~current_umask())
         _OWN_STAGING.discard(tmp)  # an interrupt from here on leaves it for the next writer to remove
-        os.replace(tmp, path)
+        if make_dir:
+            _swap_dir(tmp, path)
+        else:
+            os.replace(tmp, path)
     finally:
         _OWN_STAGING.discard(tmp)
         if os.path.exists(tmp):
-            os.unlink(tmp)
+            if make_dir:
+                shutil.rmtree(tmp)
+            else:
+                os.unlink(tmp)
 
 
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+def _swap_dir(tmp: Path, path: Path) -> None:
+    """Put the finished directory ``tmp`` in the place of ``path`` (an old one is moved aside, then removed)."""
+    if path.exists():
+        old = path.with_name(f".{path.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        path.rename(old)
+        tmp.rename(path)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(path)
+
+
+def atomic_file(path: str | os.PathLike) -> contextlib.AbstractContextManager[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` (mode 0666 & ~umask) only if the block succeeds."""
+    return _staged(path, make_dir=False)
+
+
+def atomic_dir(path: str | os.PathLike) -> contextlib.AbstractContextManager[Path]:
     """Yield a temporary directory beside ``path``; it replaces ``path`` (mode 0777 & ~umask) if the block succeeds."""
-    path = Path(path)
-    tmp = _staging(path, make_dir=True)
-    try:
-        yield tmp
-        os.chmod(tmp, 0o777 & ~current_umask())
-        _OWN_STAGING.discard(tmp)  # an interrupt during the swap leaves it for the next writer to remove
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            path.rename(old)
-            tmp.rename(path)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(path)
-    finally:
-        _OWN_STAGING.discard(tmp)
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    return _staged(path, make_dir=True)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
