@@ -31,5 +31,5 @@ def data_root() -> Path:
 def cache_dir() -> Path:
     """The user cache (built models, file hashes): ``$RESCORER_CACHE`` if set (and not empty), else
     ``$XDG_CACHE_HOME/rescorer`` (``~/.cache/rescorer`` without it)."""
-    cache = os.environ.get("RESCORER_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "rescorer"
-    return Path(cache)
+    given = os.environ.get("RESCORER_CACHE")
+    return Path(given) if given else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "rescorer"

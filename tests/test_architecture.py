@@ -27,13 +27,13 @@ LAYERS = [
     ("combine",),
     ("metrics",),
     ("io",),
-    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: whole-content model hashes, cached
+    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files", "paths",
-              "types", "errors", "version")
+TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files",
+              "paths", "types", "errors", "version")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 
