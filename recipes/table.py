@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from rescorer.io.common import write_text
+from rescorer.files import write_text
 
 
 def results(exp: Path, dev: str, test: str, systems: dict[str, str]) -> str:

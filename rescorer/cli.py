@@ -21,9 +21,9 @@ def interrupted(cfg=None, status: int = 130) -> None:
     """One line, then exit ``status`` at once: an interrupt can land inside a half-done import whose exit hooks would
     print or re-raise the signal, and everything that was finished is already in the store. The run's staging files
     go first (a module not imported yet has none)."""
-    common = sys.modules.get("rescorer.io.common")
-    if common is not None and hasattr(common, "remove_own_staging"):
-        common.remove_own_staging()
+    files = sys.modules.get("rescorer.files")
+    if files is not None and hasattr(files, "remove_own_staging"):
+        files.remove_own_staging()
     store = cfg.get("engine", {}).get("store") if cfg is not None else None
     saved = f"finished scores are in {store}; " if store else ""
     print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
@@ -99,7 +99,7 @@ def check_command_line(args: list[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
-    from .errors import UnknownNameError
+    from .errors import check_known
     from .tasks import CONF
 
     parsed = get_args_parser().parse_args(args)
@@ -116,9 +116,7 @@ def check_command_line(args: list[str]) -> None:
         if any(o.value_type is ValueType.GLOB_CHOICE_SWEEP for o in picks):
             return  # the options a glob picks are Hydra's to find
         for pick in picks:
-            for name in picked_options(pick):
-                if name not in groups[pick.key_or_group]:
-                    raise UnknownNameError(pick.key_or_group, name, groups[pick.key_or_group])
+            check_known(pick.key_or_group, picked_options(pick), groups[pick.key_or_group])
         chosen = [first_choice(o) for o in picks]
         cfg = composed_config(dirs, parsed.config_name or "config", chosen)
     values = [o for o in overrides if o not in picks and not o.is_hydra_override()]

@@ -12,6 +12,9 @@ import json
 import os
 from pathlib import Path
 
+from .files import write_text
+from .paths import cache_dir
+
 CHUNK = 16 << 20  # bytes read at a time
 CACHE_NAME = "file-hashes.json"
 
@@ -26,8 +29,6 @@ def _hash_file(path: Path) -> str:
 
 
 def _cache_path() -> Path:
-    from .shipped import cache_dir
-
     return cache_dir() / CACHE_NAME
 
 
@@ -40,8 +41,6 @@ def _load(cache: Path) -> dict:
 
 
 def _save(cache: Path, entries: dict) -> None:
-    from .io.common import write_text
-
     live = {k: v for k, v in entries.items() if os.path.exists(k)}  # forget deleted files
     try:
         write_text(cache, json.dumps(live, indent=0, sort_keys=True) + "\n")

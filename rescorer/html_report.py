@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .changes import VERDICTS, Change, word_marks
-from .io.common import write_text
+from .files import write_text
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
 

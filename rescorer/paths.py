@@ -1,4 +1,4 @@
-"""Where things are: the configs, the demo excerpt, ``${root:}``, and the real data sets.
+"""Where things are: the configs, the demo excerpt, ``${root:}``, the real data sets and the user cache.
 
 A source checkout keeps ``conf/`` and ``recipes/demo/data`` at the repository top; an installed wheel ships
 them inside the package (``rescorer/conf``, ``rescorer/demo``), so the same code finds them either way.
@@ -26,3 +26,10 @@ def root() -> Path:
 def data_root() -> Path:
     """The data root: ``$RESCORER_DATA`` if set (and not empty), else ``${root:}/../shared/data``."""
     return Path(os.environ.get(DATA_ENV) or root().parent / "shared" / "data")
+
+
+def cache_dir() -> Path:
+    """The user cache (built models, file hashes): ``$RESCORER_CACHE`` if set (and not empty), else
+    ``$XDG_CACHE_HOME/rescorer`` (``~/.cache/rescorer`` without it)."""
+    given = os.environ.get("RESCORER_CACHE")
+    return Path(given) if given else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "rescorer"

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from .combine import SearchResult
-from .io.common import atomic_file
+from .files import atomic_file
 from .metrics import Metric
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .io.common import write_text
+from .files import write_text
 
 
 Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or (key path, header in words)

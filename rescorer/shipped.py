@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from .errors import ConfigError, UnknownNameError
+from .paths import cache_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STUDENT_FILE = "student-delta.safetensors"
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("RESCORER_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "rescorer"
-    return Path(root)
 
 
 def package_dir(name: str) -> Path:

@@ -1,10 +1,12 @@
-"""The package's shape, read from the source (README "Architecture"): import layers, sizes, who imports what.
+"""The package's shape, read from the source (README "Architecture"): import layers, no import cycle between layers
+or between the modules of one package, sizes, who imports what.
 
 Every import counts: module level, inside functions and under ``TYPE_CHECKING``."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Iterable, Mapping
 
 import pytest
 
@@ -25,13 +27,14 @@ LAYERS = [
     ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
-    ("filehash",),             # whole-content model hashes, cached (atomic writes through io)
-    ("io",),
-    ("normalise", "store", "shipped", "devtools", "paths", "options"),
+    ("io", "context"),         # formats; which recording each utterance belongs to, and what was said before it
+    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
+    ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version"),
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "metrics", "normalise", "combine", "changes", "html_report", "summary", "types", "errors", "version")
+TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files",
+              "paths", "types", "errors", "version")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 
@@ -75,21 +78,50 @@ def test_imports_go_down_the_layers(module):
     assert wrong == [], f"{module} imports {wrong}: a layer above or beside its own"
 
 
+def package(module: str) -> str:
+    """The package a module belongs to (a package's ``__init__`` belongs to the package itself)."""
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def find_cycle(graph: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """A cycle of the directed ``graph`` as the path that closes it (``[a, b, a]``), or None when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                loop = [*path, node]
+                return [*loop[loop.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt, [*path, node])):
+                return found
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [])):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_cycles_and_only_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"x": {"y"}, "y": {"x"}}) == ["x", "y", "x"]
+    assert find_cycle({"s": {"s"}}) == ["s", "s"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"d"}, "c": {"d"}, "d": set()}) is None  # two ways down, no way back
+
+
 def test_the_package_import_graph_is_acyclic():
     graph = {a: {layer(t) for m in MODULES if layer(m) == a for t in EDGES[m]} - {a} for a in TIER}
-    state: dict[str, int] = {}
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph.get(node, ()):
-            assert state.get(nxt) != 1, f"import cycle: {' -> '.join([*path, node, nxt])}"
-            if nxt not in state:
-                visit(nxt, [*path, node])
-        state[node] = 2
 
-    for node in graph:
-        if node not in state:
-            visit(node, [])
+@pytest.mark.parametrize("name", sorted({package(m) for m in MODULES}))
+def test_no_import_cycle_between_the_modules_of_a_package(name):
+    graph = {m: {t for t in EDGES[m] if t != m and package(t) == name} for m in MODULES if package(m) == name}
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import cycle in {name}: {' -> '.join(cycle)}"
 
 
 def test_nothing_imports_the_cli_and_tasks_never_import_each_other():

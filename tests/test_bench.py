@@ -9,7 +9,7 @@ from rescorer import load_scorer
 from rescorer.benchmark.flops import peak_of, rate, shown, work
 from rescorer.benchmark.host import NullCausalLM, NullMaskedLM
 from rescorer.benchmark.precision import bf16_error
-from rescorer.engine.runner import EngineStats, run_pool
+from rescorer.engine.local import EngineStats, run_pool
 
 from .models import tiny_models  # noqa: F401  (fixture)
 from .test_scorers import LONG, TEXTS

@@ -326,7 +326,7 @@ def mode(path: Path) -> int:
 
 @pytest.mark.parametrize("mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
 def test_outputs_honour_the_umask(tmp_path, mask, file_mode, dir_mode):
-    from rescorer.io.common import current_umask, write_text
+    from rescorer.files import current_umask, write_text
 
     nbest = read(ESPNET2)
     with umask(mask):
@@ -341,7 +341,7 @@ def test_outputs_honour_the_umask(tmp_path, mask, file_mode, dir_mode):
 
 
 def test_failed_write_leaves_nothing(tmp_path):
-    from rescorer.io.common import atomic_file
+    from rescorer.files import atomic_file
 
     with pytest.raises(RuntimeError), atomic_file(tmp_path / "out.txt") as tmp:
         tmp.write_text("half")

@@ -17,8 +17,8 @@ import pytest
 
 import rescorer
 from rescorer.errors import ConfigError, NBestFormatError
+from rescorer.files import atomic_dir, staging_prefix, write_text
 from rescorer.io import read_nbest
-from rescorer.io.common import atomic_dir, staging_prefix, write_text
 from rescorer.pipeline.outputs import RunDir
 
 from .conftest import DEMO
@@ -170,7 +170,7 @@ def test_sigterm_prints_the_interrupt_line_and_exits_143(tmp_path):
 STAGING_THEN_WAIT = """
 import sys
 from rescorer.cli import exit_on_interrupt
-from rescorer.io.common import atomic_dir
+from rescorer.files import atomic_dir
 exit_on_interrupt()
 with atomic_dir(sys.argv[1]) as tmp:
     (tmp / "part.txt").write_text("half")

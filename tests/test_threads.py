@@ -12,7 +12,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 import rescorer
-from rescorer.engine import cores
+from rescorer.engine import EngineSettings, cores
 from rescorer.scorers.causal import CausalLMScorer
 from rescorer.tasks import CONF, register_resolvers, run_task
 
@@ -86,6 +86,19 @@ def test_every_task_runs_with_engine_threads(threads, tmp_path, tiny_causal, thr
     torch.set_num_threads(3 - threads)
     run_task(compose_config("task=evaluate", f"out_dir={tmp_path}/evaluate", *small))
     assert at_start == [threads]
+
+
+def test_a_task_run_applies_its_threads_once_and_its_engines_keep_them(monkeypatch):
+    applied: list[int | None] = []
+    monkeypatch.setattr(cores, "apply_threads", lambda threads: applied.append(threads) or threads or 1)
+    with cores.task_threads(2):
+        EngineSettings.of({}).engine()
+        EngineSettings.of({"threads": 2}).engine()
+        assert applied == [2]
+        EngineSettings.of({"threads": 3}).engine()  # a count of its own (task=bench's task.threads)
+    assert applied == [2, 3]
+    EngineSettings.of({}).engine()  # outside a task run: every engine applies its own
+    assert applied == [2, 3, None]
 
 
 def test_threads_reach_torch_imported_later(tmp_path):

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rescorer.io.common import write_text
+from rescorer.files import write_text
 
 
 def table(exp: Path, stages: list[str]) -> str:

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..io.common import write_text
+from ..files import write_text
 from ..paths import ROOT, data_root
 
 

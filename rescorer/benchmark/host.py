@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.runner import EngineStats, run_pool
+from ..engine.local import EngineStats, run_pool
 from ..scorers.causal import CausalLMScorer
 from ..scorers.masked import MaskedLMScorer
 from .common import bench_model, bench_texts, best_time, save, stamp

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..metrics import NBestStats
 from .interpolate import Column, Features, best_ranks
-from .search import search_weights
+from .rules import search_weights
 
 
 def subset(features: Features, stats: NBestStats, rows: np.ndarray) -> tuple[Features, NBestStats]:

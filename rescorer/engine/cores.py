@@ -7,13 +7,16 @@ than a cgroup CPU quota allows (``docker --cpus``, Kubernetes limits; cgroup v2 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 CGROUP = Path("/sys/fs/cgroup")
+_TASK: list[int] = []  # the thread count of the task run in progress, if one is
 
 
 def affinity() -> list[int]:
@@ -85,3 +88,22 @@ def apply_threads(threads: int | None) -> int:
     else:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     return threads
+
+
+@contextlib.contextmanager
+def task_threads(threads: int | None) -> Iterator[int]:
+    """Apply ``threads`` once for a whole task run (training included): engines built during it keep that count
+    unless their own settings name another."""
+    _TASK.append(apply_threads(threads))
+    try:
+        yield _TASK[-1]
+    finally:
+        _TASK.pop()
+
+
+def engine_threads(threads: int | None) -> int:
+    """An engine's torch threads: during a task run, the run's count unless ``threads`` names another; elsewhere
+    ``threads`` (None: :func:`default_threads`) applied now."""
+    if _TASK and threads in (None, _TASK[-1]):
+        return _TASK[-1]
+    return apply_threads(threads)

@@ -6,9 +6,9 @@ from typing import Any, Mapping
 
 from ..errors import check_known
 from ..options import TEXT, Option, checked
-from ..scorers import load_scorer as load_adapter
+from ..scorers import load_adapter
 from .bound import BoundScorer
-from .cores import apply_threads
+from .cores import engine_threads
 from .runner import Engine
 
 
@@ -36,10 +36,11 @@ class EngineSettings:
         return cls(**checked("engine.", options, ENGINE_OPTIONS))
 
     def engine(self) -> Engine:
-        """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count."""
+        """The engine these settings describe; ``threads`` (or the default) becomes the process's torch thread count,
+        unless a task run set it already (:func:`~rescorer.engine.cores.engine_threads`)."""
         from .scale import ScaleConfig
 
-        apply_threads(self.threads)
+        engine_threads(self.threads)
         scale = ScaleConfig.of(self.scale) if self.scale else None
         return Engine(store=self.store, budget=self.budget, progress=self.progress, scale=scale)
 
@@ -64,12 +65,12 @@ def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str,
 def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = None, **options: Any) -> BoundScorer:
     """A scorer of ``kind`` on ``model`` run by an engine. ``options`` hold ``engine.*`` settings (``store``,
     ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
-    :func:`rescorer.scorers.load_scorer`); ``engine`` shares an existing engine (its store) instead.
+    :func:`rescorer.scorers.load_adapter`); ``engine`` shares an existing engine (its store) instead.
     ``.score(texts)`` gives each text's log-score."""
     checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)
     adapter = load_adapter(kind, model, **{**settings.model_options, **own})
-    return (engine or settings.engine()).bind(adapter)
+    return BoundScorer(adapter, engine or settings.engine())
 
 
 def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[str, Any] | None) -> dict[str, BoundScorer]:

@@ -2,7 +2,7 @@
 
 The driver keeps the score store (one writer): it sends out only the texts the store lacks and stores what the
 workers send back as it arrives, so a killed driver resumes where it stopped. Each worker rebuilds the scorer
-from its ``spec`` (the arguments of :func:`rescorer.scorers.load_scorer`) and runs the local engine's batching
+from its ``spec`` (the arguments of :func:`rescorer.scorers.load_adapter`) and runs the local engine's batching
 on its share; a sentence never leaves its worker, so its rows are never split.
 """
 from __future__ import annotations
@@ -19,11 +19,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError, ScorerError, check_known
-from .runner import EngineStats, ScoreMap, compute
+from .local import EngineStats, ScoreMap, compute
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
-    from .runner import Engine
 
 BACKENDS = ("ray", "processes")
 
@@ -63,11 +62,11 @@ class Worker:
     def __init__(self, spec: dict[str, Any], device: str, threads: int, budget: int | None):
         import torch
 
-        from ..scorers import load_scorer
+        from ..scorers import load_adapter
 
         if not device.startswith("cuda"):
             torch.set_num_threads(threads)
-        self.scorer = load_scorer(**{**spec, "device": device})
+        self.scorer = load_adapter(**{**spec, "device": device})
         self.budget = budget
 
     def chunks(self, texts: Sequence[str]) -> Iterator[tuple[ScoreMap, int]]:
@@ -175,16 +174,16 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
         inbox.close()
 
 
-def scale_out(scorer: "Scorer", todo: Sequence[str], engine: "Engine", stats: EngineStats) -> Iterator[ScoreMap]:
-    """Finished sentences of ``todo`` from the workers, longest text first, with progress; the workers tokenise
-    and count the rows they computed, so the driver never tokenises."""
-    scale = engine.scale
+def scale_out(scorer: "Scorer", todo: Sequence[str], scale: ScaleConfig, budget: int | None, show: bool | None,
+              stats: EngineStats) -> Iterator[ScoreMap]:
+    """Finished sentences of ``todo`` from the workers (``budget`` tokens per batch), longest text first, with
+    progress unless ``show`` is False; the workers tokenise and count the rows they computed, so the driver never
+    tokenises."""
     texts = sorted(todo, key=len, reverse=True)
     backend = ray_chunks if scale.backend == "ray" else process_chunks
-    show = engine.progress
     with tqdm(total=len(texts), unit="sentence", desc=f"{scorer.kind} ({scale.backend})",
               disable=None if show is None else not show, dynamic_ncols=True) as bar:
-        for chunk, rows in backend(scorer.spec, texts, scale, engine.budget):
+        for chunk, rows in backend(scorer.spec, texts, scale, budget):
             stats.rows += rows
             stats.rows_computed += rows
             bar.update(len(chunk))

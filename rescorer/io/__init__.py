@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..errors import ConfigError, NBestFormatError
 from ..options import PATH, TEXT, Option, checked
@@ -54,6 +54,14 @@ BASE_COLUMNS = {"espnet2": ("score",), "espnet1": ("score",), "fairseq": ("score
 ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
 READ = {"path": PATH, "fmt": TEXT, "refs": Option("path", null=True), "refs_fmt": TEXT}
 WRITE = {"path": PATH, "fmt": Option("text", null=True), "score_column": Option("text", null=True)}
+
+
+def metric_for(name: str, formats: Iterable[str]) -> str:
+    """The metric ``name``, or for ``auto`` the one the lists' ``formats`` call for: BLEU if any is an MT format,
+    else WER."""
+    if name != "auto":
+        return name
+    return "bleu" if any(fmt in MT_FORMATS for fmt in formats) else "wer"
 
 
 def detect_format(path: str | Path) -> str:
@@ -164,4 +172,4 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
 
 
 __all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "check_nbest", "detect_format",
-           "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "write_nbest"]
+           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "write_nbest"]

@@ -6,9 +6,10 @@ import re
 from pathlib import Path
 
 from ..errors import NBestFormatError
+from ..files import atomic_dir, write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import (atomic_dir, find_key, format_number, id_lines, json_score, load_json, parse_score, present,
-                     read_lines, read_text, require_ranks, split_key, write_text)
+from .common import (find_key, format_number, id_lines, json_score, load_json, parse_score, present, read_lines,
+                     read_text, require_ranks, split_key)
 from .target import Target
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")

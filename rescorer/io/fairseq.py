@@ -11,8 +11,9 @@ import re
 from pathlib import Path
 
 from ..errors import NBestFormatError
+from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import parse_score, read_lines, text_lines, write_text
+from .common import parse_score, read_lines, text_lines
 from .target import Target
 
 LINE = re.compile(r"^([A-Z])-(\d+)\t")

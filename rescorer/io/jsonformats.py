@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NBestFormatError
+from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import (find_key, format_number, json_score, load_json, parse_score, read_lines, read_text,
-                     require_ranks, write_text)
+from .common import find_key, format_number, json_score, load_json, parse_score, read_lines, read_text, require_ranks
 from .target import NATIVE_KEY, Target, native_format
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")

@@ -10,8 +10,9 @@ import math
 from pathlib import Path
 
 from ..errors import NBestFormatError
+from ..files import atomic_dir
 from ..types import Hypothesis, NBest, Utterance
-from .common import atomic_dir, id_lines, parse_score, present, read_lines, require_ranks, split_key
+from .common import id_lines, parse_score, present, read_lines, require_ranks, split_key
 from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}

@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 
 from ..errors import NBestFormatError
+from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import load_json, parse_score, read_lines, text_lines, write_text
+from .common import load_json, parse_score, read_lines, text_lines
 from .target import Target, check_stem_id
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import NBestFormatError
+from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import format_number, json_score, write_text
+from .common import format_number, json_score
 from .records import HYPORADISE, SKELETON, SUFFIXES, Fields
 from .target import native_format
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 from ..errors import ConfigError, check_known
 from ..options import MAPPING, Option, checked
 from ..types import NBest
-from . import MT_FORMATS, READ, detect_format, read_nbest
+from . import READ, detect_format, metric_for, read_nbest
 from .common import present
 
 SET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")  # a set's name names its files in out_dir
@@ -94,10 +94,7 @@ class Corpus:
     @property
     def metric_name(self) -> str:
         """``wer`` or ``bleu``: as configured, else BLEU for MT formats and WER otherwise."""
-        name = self.metric.get("name", "auto")
-        if name != "auto":
-            return name
-        return "bleu" if any(s.format in MT_FORMATS for s in self.sets.values()) else "wer"
+        return metric_for(self.metric.get("name", "auto"), (s.format for s in self.sets.values()))
 
     @property
     def metric_options(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..io.common import atomic_file
+from ..files import atomic_file
 from .data import Pair
 from .methods import Judgments
 

@@ -25,7 +25,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import ConfigError, NBestFormatError
-from ..io.common import read_lines, write_text
+from ..files import write_text
+from ..io.common import read_lines
 
 NORMALISATION_TOLERANCE = 1e-6
 

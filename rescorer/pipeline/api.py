@@ -7,7 +7,7 @@ from typing import Any, Mapping, Union
 from ..combine import Column
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
-from ..io import MT_FORMATS, check_nbest
+from ..io import check_nbest, metric_for
 from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric, make_metric
 from ..types import NBest
@@ -76,8 +76,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
             raise ConfigError("a set is named 'dev' and a separate dev set was given: rename one")
         named = {"dev": as_nbest(dev, "dev"), **named}
     if not isinstance(metric, Metric):
-        metric = make_metric("bleu" if metric == "auto" and any(n.fmt in MT_FORMATS for n in named.values())
-                             else "wer" if metric == "auto" else metric)
+        metric = make_metric(metric_for(metric, (n.fmt for n in named.values())))
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))

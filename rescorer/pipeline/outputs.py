@@ -10,8 +10,9 @@ from typing import Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
+from ..files import atomic_dir, write_text
 from ..io import write_nbest
-from ..io.common import atomic_dir, id_lines, text_lines, write_text
+from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest

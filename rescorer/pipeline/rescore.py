@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..combine import Column, Features, SearchResult, search_weights, totals
-from ..combine.search import search_options
+from ..combine.rules import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
@@ -29,7 +29,7 @@ from ..version import TOOL, signature as signed
 from ..changes import Change, changed
 from ..html_report import write_html
 from ..io import check_nbest, natural_base
-from ..io.common import write_text
+from ..files import write_text
 from ..summary import summary
 from .scales import match_scales, search_warnings
 from .reports import Interval, Report, SearchSummary, SetReport

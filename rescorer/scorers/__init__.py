@@ -1,4 +1,4 @@
-"""Language-model scorers as model adapters: ``load_scorer(kind, model, **options)``.
+"""Language-model scorers as model adapters: ``load_adapter(kind, model, **options)``.
 
 A scorer turns texts into model rows and rows into log-probs; ``rescorer.engine`` runs them (batching, the
 score store, scale-out). ``rescorer.load_scorer`` gives both in one object with ``.score(texts)``.
@@ -16,7 +16,7 @@ KINDS = ("pll", "ll", "student", "pcfg")
 PRETRAINED_KINDS = ("pll", "ll", "student")  # their model is a Hugging Face directory, file or hub name
 
 
-def load_scorer(kind: str, model: str | None, *, case: str | None = None, append_period: bool | None = None,
+def load_adapter(kind: str, model: str | None, *, case: str | None = None, append_period: bool | None = None,
                 compile: bool = False, **options: Any) -> Scorer:
     """The model adapter of ``kind``: ``pll`` (masked LM; ``variant=``, ``words=``), ``ll`` (causal LM;
     ``bos=``, ``score_eos=``, ``gguf_file=``), ``student`` (a distilled one-pass PLL student, ``task=distill``)
@@ -60,10 +60,10 @@ def adapter_class(kind: str) -> type[Scorer]:
 
 
 def option_names(kind: str) -> set[str]:
-    """Every option ``load_scorer(kind, ...)`` takes by name, the adapter's own included."""
+    """Every option ``load_adapter(kind, ...)`` takes by name, the adapter's own included."""
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {parameter.name for function in (load_scorer, adapter_class(kind))
+    return {parameter.name for function in (load_adapter, adapter_class(kind))
             for parameter in inspect.signature(function).parameters.values() if parameter.kind in named}
 
 
-__all__ = ["KINDS", "Scorer", "adapter_class", "load_scorer", "option_names"]
+__all__ = ["KINDS", "Scorer", "adapter_class", "load_adapter", "option_names"]

@@ -26,7 +26,7 @@ class Scorer(ABC):
     default_budget: int = 1024      # tokens per batch on the CPU (moderate budgets are fastest there)
     gpu_budget: int = 32768         # tokens per batch on a GPU (large batches keep it busy)
     device: str = "cpu"
-    spec: dict[str, Any] | None = None  # load_scorer's arguments: how a worker process rebuilds this scorer
+    spec: dict[str, Any] | None = None  # load_adapter's arguments: how a worker process rebuilds this scorer
     bytes_per_token: int = 0        # GPU memory a batch token costs (0: no budget from free memory)
     # The total of a text with nothing to score (no rows). 0.0, the empty sum, would be the best log-score
     # possible; scorers for which an empty text has no probability say −inf, so it can never win on them.

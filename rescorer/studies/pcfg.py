@@ -20,7 +20,7 @@ import numpy as np
 
 from ..engine import load_scorer
 from ..errors import ConfigError, check_known
-from ..io.common import write_text
+from ..files import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.agreement import agreement, agreement_plot, aligned
 from ..plots import curve_plot

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..combine.search import search_options
+from ..combine.rules import search_options
 from ..context import OPTIONS as CONTEXT_OPTIONS
-from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, apply_threads, load_scorers
+from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
 from ..options import RUN, Option, checked
 from ..paths import CONF, DEMO, root
@@ -121,9 +121,9 @@ def run_task(cfg: DictConfig) -> Any:
         check_keys(cfg, "search", cfg.search.get("name", "fast"))
         search = plain(cfg.search)
         search_options(search.pop("name", "fast"), search)
-    apply_threads(EngineSettings.of(plain(cfg.get("engine"))).threads)  # every task, training included
     module, _, function = target.rpartition(".")
-    return getattr(importlib.import_module(module), function)(cfg)
+    with task_threads(EngineSettings.of(plain(cfg.get("engine"))).threads):  # every task, training included
+        return getattr(importlib.import_module(module), function)(cfg)
 
 
 def task_names() -> list[str]:

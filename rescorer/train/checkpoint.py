@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..io.common import write_text
+from ..files import write_text
 
 
 def save_checkpoint(out_dir: str | Path, name: str, model: Any, tokenizer: Any, state: Mapping[str, Any],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io.common import atomic_dir
+from ..files import atomic_dir
 from ..shipped import STUDENT_FILE, changed_rows, encoder_weights
 
 

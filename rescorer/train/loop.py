@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from tqdm.auto import tqdm
 
-from ..io.common import write_text
+from ..files import write_text
 from .checkpoint import load_checkpoint, save_checkpoint
 
 LEGACY_BEST = ("best_pppl", "best_ppl", "best_dev_mse")  # the best dev metric in runs saved before this loop
