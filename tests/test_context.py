@@ -151,3 +151,34 @@ def test_context_mistakes_are_one_line(tiny_models, tmp_path, override, words):
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and words in lines[0], run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_prefix_tree_holds_each_shared_beginning_once():
+    from rescorer.scorers.prefix import ancestors, plant
+
+    sentences = [np.array(s) for s in ([1, 5, 6, 7, 8], [1, 5, 6, 9], [1, 5, 6, 7, 8, 2], [1, 3])]
+    forest = plant(sentences, np.array([0, 2, 0, 0]), limit=7)
+    # Tree 1: 1 5 6 7 8 | 9 | 2 (7 nodes); the fourth sentence would make 8 nodes: a tree of its own.
+    assert forest.nodes.tolist() == [7, 2] and forest.span.tolist() == [3, 1] and forest.sentence.tolist() == [0, 3]
+    assert forest.token[:7].tolist() == [1, 5, 6, 7, 8, 9, 2] and forest.parent[:7].tolist() == [-1, 0, 1, 2, 3, 2, 4]
+    assert forest.depth[:7].tolist() == [0, 1, 2, 3, 4, 3, 5]
+    # Targets: 4 of the first, 1 of the second (its first two ids after BOS are context), 5 of the third.
+    assert forest.targets.tolist() == [10, 1] and forest.target_token[:5].tolist() == [5, 6, 7, 8, 9]
+    assert forest.target_node[:5].tolist() == [0, 1, 2, 3, 2]
+    seen = ancestors(forest.parent[None, :7])[0]
+    assert seen[5].nonzero()[0].tolist() == [0, 1, 2, 5] and seen[6].nonzero()[0].tolist() == [0, 1, 2, 3, 4, 6]
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("with_context", [False, True])
+def test_shared_prefixes_score_as_every_row_in_full_and_read_fewer_tokens(tiny_models, arch, with_context):
+    nbest = demo("dev_other", every=15, top=10)
+    options = {"context": {"utterances": 3}} if with_context else {}
+    shared, unshared = (rescorer.load_scorer("ll", str(tiny_models[arch]), share_prefixes=flag, store=None,
+                                             progress=False, **options) for flag in (True, False))
+    texts = rescorer.pipeline.scoring.scored_texts(nbest, shared)
+    a, b = shared.compute(texts, normalise=False), unshared.compute(texts, normalise=False)
+    assert np.allclose(a.totals, b.totals, atol=1e-5, rtol=0)
+    assert all(np.allclose(x, y, atol=1e-5, rtol=0) for x, y in zip(a.tokens, b.tokens))
+    pools = [s.adapter.pool(s.adapter.prepare_all(list(dict.fromkeys(texts)))) for s in (shared, unshared)]
+    assert pools[0].length.sum() < 0.8 * pools[1].length.sum()  # fewer model tokens for the same scores

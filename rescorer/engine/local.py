@@ -42,12 +42,13 @@ class Results:
     with one scatter, and finished sentences are read out together."""
 
     def __init__(self, pool: RowPool, keys: Sequence[str], empty_score: float):
-        self.remaining = np.bincount(pool.sentence, minlength=len(keys))
+        self.pool = pool
+        self.remaining = np.bincount(pool.row_sentences(), minlength=len(keys))
         targets = np.where(self.remaining > 0, pool.targets, 0)  # a sentence without rows gets the empty score
         self.keys, self.empty_score, self.targets = keys, empty_score, targets
         self.offset = np.cumsum(targets) - targets
         self.values = np.zeros(int(targets.sum()))
-        self.sentence, self.count = pool.sentence, pool.count
+        self.count = pool.count
         self.destination = self.offset[pool.sentence] + pool.first  # where each row's first score goes
         self.one_each = bool(np.all(pool.count == 1))
         self.reported = np.zeros(len(keys), dtype=bool)
@@ -61,7 +62,7 @@ class Results:
             count = self.count[picked]
             row, within = expand(count)
             self.values[self.destination[picked][row] + within] = out[np.arange(out.shape[1]) < count[:, None]]
-        np.subtract.at(self.remaining, self.sentence[picked], 1)
+        np.subtract.at(self.remaining, self.pool.row_sentences(picked), 1)
 
     def finished(self) -> ScoreMap:
         """The sentences finished since the last call: (total, per-token scores) by text."""

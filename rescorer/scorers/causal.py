@@ -9,10 +9,12 @@ import numpy as np
 from ..context import Context, split
 from ..errors import ConfigError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
-from .rows import RowPool, concat, padded
+from .prefix import ancestors, forest_pool, plant
+from .rows import RowPool, columns, concat, padded, take
 from .windows import causal_windows, model_positions
 
 BOS_POLICIES = ("auto", "bos", "eos")
+TREE_NODES = 512  # nodes of one prefix tree (a model row): its attention mask is nodes²
 
 
 class CausalLMScorer(Scorer):
@@ -24,6 +26,8 @@ class CausalLMScorer(Scorer):
     ``loaded``: an in-memory (tokenizer, model) pair to score with. ``context`` (:class:`~rescorer.context.Context`
     options): texts are ``context + SEPARATOR + hypothesis`` and only the hypothesis (and EOS) is scored, given
     the last ``context.tokens`` tokens of the context, fewer where the model's positions would not hold them.
+    ``share_prefixes``: consecutive texts are read as prefix trees, so that what they begin with alike (an
+    utterance's context, its hypotheses' first words) is computed once (``rescorer.scorers.prefix``).
     """
 
     kind = "ll"
@@ -33,7 +37,7 @@ class CausalLMScorer(Scorer):
     def __init__(self, model: str, bos: str = "auto", score_eos: bool = True, gguf_file: str | None = None,
                  device: str = "auto", dtype: str = "auto", revision: str | None = None,
                  trust_remote_code: bool = False, loaded: tuple[Any, Any] | None = None, window: int | None = None,
-                 stride: int | None = None, context: Any = None, **common: Any):
+                 stride: int | None = None, context: Any = None, share_prefixes: bool = True, **common: Any):
         """``window``/``stride``: tokens the model reads at once (default: its positions) and how far a window
         advances over a longer text (default: half a window; ``rescorer.scorers.windows``)."""
         super().__init__(**common)
@@ -56,7 +60,7 @@ class CausalLMScorer(Scorer):
         self.width = max(2, window or model_positions(self.model, self.tokenizer))
         self.stride = max(1, min(stride or self.width // 2, self.width - 1))
         self.window_given = {k: v for k, v in (("window", window), ("stride", stride)) if v}
-        self.context = Context.of(context)
+        self.context, self.share_prefixes = Context.of(context), share_prefixes
         if self.context is not None and not self.tokenizer.is_fast:
             raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
                               "from the hypothesis's")
@@ -108,6 +112,8 @@ class CausalLMScorer(Scorer):
         ids, id_start = concat(sentences)
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         prefix = getattr(sentences, "prefix", np.zeros(len(sentences), dtype=np.int64))  # context: read, not scored
+        if self.share_prefixes and len(sentences) and lengths.max() <= self.width:
+            return forest_pool(plant(sentences, prefix, TREE_NODES), np.maximum(lengths - 1 - prefix, 0))
         sentence, start, end, first = causal_windows(lengths, self.width, self.stride)
         first = np.maximum(first, prefix[sentence])
         return RowPool(sentence, end - start, first - prefix[sentence], end - 1 - first,
@@ -122,8 +128,27 @@ class CausalLMScorer(Scorer):
 
     def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
         d = pool.data
+        if "forest" in d:
+            return self.to_host(self.tree_log_probs(d["forest"], picked))
         input_ids, attention, _ = self.batch(d["ids"], d["start"][picked], pool.length[picked])
         return self.to_host(self.log_probs(input_ids, attention, d["skip"][picked]))
+
+    def tree_log_probs(self, forest: Any, picked: np.ndarray) -> Any:
+        """The targets of the prefix trees ``picked``, [B, T]: each tree one row, each node attending to itself
+        and its ancestors at the position of its depth."""
+        import torch
+
+        index, valid = columns(forest.node_start[picked], forest.nodes[picked])
+        ids, depth = take(forest.token, index, valid, 0), take(forest.depth, index, valid, 0)
+        mask = ancestors(take(forest.parent, index, valid, -1))[:, None]  # [B, 1, N, N]
+        index, valid = columns(forest.target_start[picked], forest.targets[picked])
+        node = self.to_device(take(forest.target_node, index, valid, 0))
+        token = self.to_device(take(forest.target_token, index, valid, 0))
+        with no_grad_context(self.device, self.dtype):
+            logits = self.model(input_ids=self.to_device(ids), attention_mask=self.to_device(mask),
+                                position_ids=self.to_device(depth)).logits
+            rows = torch.arange(len(picked), device=logits.device)[:, None]
+            return logits[rows, node, token].float() - torch.logsumexp(logits.float(), dim=-1).gather(1, node)
 
     def log_probs(self, input_ids: Any, attention: Any, skip: np.ndarray) -> Any:
         """log P(id j + 1 | ids ≤ j) of each row on the device, [B, W - 1], from column ``skip[b]`` on."""

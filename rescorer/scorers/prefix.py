@@ -41,8 +41,7 @@ def plant(sentences: Sequence[np.ndarray], prefix: np.ndarray, limit: int) -> Fo
     children: dict[tuple[int, int], int] = {}
     for s, ids in enumerate(sentences):
         ids = ids.tolist()
-        fresh = sum(1 for _ in ids)  # at most this many new nodes
-        if not node_start or len(token) - node_start[-1] + fresh > limit:
+        if not node_start or len(token) - node_start[-1] + len(ids) - shared(children, ids) > limit:
             node_start.append(len(token))
             target_start.append(len(target_node))
             first.append(s)
@@ -69,6 +68,16 @@ def plant(sentences: Sequence[np.ndarray], prefix: np.ndarray, limit: int) -> Fo
     return Forest(as_int(token), as_int(parent), as_int(depth), as_int(node_start), as_int(ends) - as_int(node_start),
                   as_int(target_node), as_int(target_token), as_int(target_start),
                   as_int(target_ends) - as_int(target_start), as_int(first), as_int(span))
+
+
+def shared(children: dict[tuple[int, int], int], ids: list[int]) -> int:
+    """How many leading ``ids`` a tree (its ``children``: (parent, token) → node) holds already."""
+    up = -1
+    for k, tid in enumerate(ids):
+        up = children.get((up, tid), -2)
+        if up == -2:
+            return k
+    return len(ids)
 
 
 def forest_pool(forest: Forest, sentence_targets: np.ndarray) -> RowPool:

@@ -24,10 +24,20 @@ class RowPool:
     count: np.ndarray     # [R] how many targets it gives (out[b, :count])
     targets: np.ndarray   # [S] scored targets of each sentence (a sentence without rows gets the empty score)
     data: dict[str, Any] = field(default_factory=dict)  # the scorer's own flat arrays
+    # [R] how many consecutive sentences, from ``sentence`` on, the row scores (their targets in order); None: one
+    span: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
         return len(self.sentence)
+
+    def row_sentences(self, picked: np.ndarray | None = None) -> np.ndarray:
+        """The sentence of each target-giving (row, sentence) pair of the rows ``picked`` (all: None)."""
+        rows = np.arange(self.rows) if picked is None else picked
+        if self.span is None:
+            return self.sentence[rows]
+        owner, within = expand(self.span[rows])
+        return self.sentence[rows][owner] + within
 
     @classmethod
     def one_per_sentence(cls, tokens: Sequence[np.ndarray], targets: np.ndarray, has_row: np.ndarray,
