@@ -144,11 +144,16 @@ class CausalLMScorer(Scorer):
         index, valid = columns(forest.target_start[picked], forest.targets[picked])
         node = self.to_device(take(forest.target_node, index, valid, 0))
         token = self.to_device(take(forest.target_token, index, valid, 0))
+        inputs = dict(input_ids=self.to_device(ids), attention_mask=self.to_device(mask),
+                      position_ids=self.to_device(depth))
         with no_grad_context(self.device, self.dtype):
-            logits = self.model(input_ids=self.to_device(ids), attention_mask=self.to_device(mask),
-                                position_ids=self.to_device(depth)).logits
-            rows = torch.arange(len(picked), device=logits.device)[:, None]
-            return logits[rows, node, token].float() - torch.logsumexp(logits.float(), dim=-1).gather(1, node)
+            rows = torch.arange(len(picked), device=node.device)[:, None]
+            head = self.model.get_output_embeddings()
+            if head is None or getattr(self.model.config, "final_logit_softcapping", None):
+                logits = self.model(**inputs).logits[rows, node].float()
+            else:  # the vocabulary projection only where a target is read (context nodes mostly are not)
+                logits = head(self.model.base_model(**inputs).last_hidden_state[rows, node]).float()
+            return logits.gather(-1, token[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
 
     def log_probs(self, input_ids: Any, attention: Any, skip: np.ndarray) -> Any:
         """log P(id j + 1 | ids ≤ j) of each row on the device, [B, W - 1], from column ``skip[b]`` on."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..benchmark import bench, bench_host, bench_search, bench_student
+from ..benchmark import bench, bench_context, bench_host, bench_search, bench_student
 from . import plain
 
 ENGINE_OVERRIDES = ("threads", "device", "dtype", "budget")
@@ -17,6 +17,9 @@ def run(cfg: Any) -> dict[str, Any]:
         return bench_search(cfg.out_dir)
     if options["kind"] == "host":
         return bench_host(options["host_n"], max(3, options["repeats"]), options["cache"], cfg.out_dir)
+    if options["kind"] == "context":
+        return bench_context(options["causal"], options["utterances"], options["top"], options["context"], engine,
+                             cfg.out_dir)
     if options["kind"] == "student":
         return bench_student(options["student"], options["teacher"], options["n"], engine, cfg.out_dir)
     keys = ("kind", "size", "n", "repeats", "cache", "tokenizer", "bf16_texts")
