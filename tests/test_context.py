@@ -182,3 +182,38 @@ def test_shared_prefixes_score_as_every_row_in_full_and_read_fewer_tokens(tiny_m
     assert all(np.allclose(x, y, atol=1e-5, rtol=0) for x, y in zip(a.tokens, b.tokens))
     pools = [s.adapter.pool(s.adapter.prepare_all(list(dict.fromkeys(texts)))) for s in (shared, unshared)]
     assert pools[0].length.sum() < 0.8 * pools[1].length.sum()  # fewer model tokens for the same scores
+
+
+def naive_pll(scorer, context: str, hypothesis: str) -> float:
+    """PLL (word_l2r) of the hypothesis's tokens in ``[CLS] context hypothesis [SEP]``, masking by hand: each token
+    and the rest of its word hidden, the context always visible."""
+    adapter = adapter_of(scorer)
+    tokenizer, model = adapter.tokenizer, adapter.model
+    joined = f"{context} {hypothesis}" if context and hypothesis else context or hypothesis
+    encoded = tokenizer(joined, return_offsets_mapping=True, return_special_tokens_mask=True)
+    ids, words = encoded["input_ids"], encoded.word_ids()
+    scored = [p for p, (special, (_, end)) in enumerate(zip(encoded["special_tokens_mask"], encoded["offset_mapping"]))
+              if not special and end > len(context)]
+    total = 0.0
+    for p in scored:
+        copy = list(ids)
+        for q in scored:
+            if q >= p and words[q] == words[p]:
+                copy[q] = tokenizer.mask_token_id
+        with torch.no_grad():
+            logits = model(torch.tensor([copy])).logits[0, p].double()
+        total += torch.log_softmax(logits, dim=-1)[ids[p]].item()
+    return total
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(tiny_models, arch):
+    scorer = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", context={"utterances": 2},
+                                  store=None, progress=False)
+    scored = scorer.compute([conditional(c, h) for c, h in PAIRS], normalise=False)
+    for (context, hypothesis), total in zip(PAIRS, scored.totals):
+        assert total == pytest.approx(naive_pll(scorer, context, hypothesis) if hypothesis else float("-inf"),
+                                      abs=1e-4)
+    alone = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", store=None, progress=False)
+    assert scorer.compute([conditional("", "STUFF IT INTO YOU")], normalise=False).totals[0] == pytest.approx(
+        alone.score(["STUFF IT INTO YOU"])[0], abs=1e-5)

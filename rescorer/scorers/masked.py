@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..context import Context, split
 from ..errors import ConfigError, UnknownNameError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .encoder_at import EncoderAt
@@ -68,7 +69,10 @@ def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarr
 
 
 class MaskedLMScorer(Scorer):
-    """PLL of any Hugging Face masked LM; ``variant`` in original | word_l2r | whole_word | sentence_l2r."""
+    """PLL of any Hugging Face masked LM; ``variant`` in original | word_l2r | whole_word | sentence_l2r.
+    ``context`` (:class:`~rescorer.context.Context` options): texts are ``context + SEPARATOR + hypothesis``; only
+    the hypothesis's tokens are masked and scored, the context (its last ``context.tokens`` tokens, fewer where
+    the model's positions would not hold them) stays visible to the left."""
 
     kind = "pll"
     default_budget = 1024
@@ -78,7 +82,7 @@ class MaskedLMScorer(Scorer):
     def __init__(self, model: str, variant: str = "word_l2r", words: str = "tokenizer", device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, trust_remote_code: bool = False,
                  head_at_mask: bool = True, last_layer_at_mask: bool = True, loaded: tuple[Any, Any] | None = None,
-                 window: int | None = None, **common: Any):
+                 window: int | None = None, context: Any = None, **common: Any):
         """``head_at_mask``/``last_layer_at_mask``: compute the MLM head / the last layer only where scored
         (exact; off = the plain full forward). ``loaded``: an in-memory (tokenizer, model) pair to score with.
         ``window``: tokens a copy may hold (default: the model's positions); longer texts are scored in windows
@@ -99,37 +103,57 @@ class MaskedLMScorer(Scorer):
         self.positions_limit, self.window_given = window or model_positions(self.model, self.tokenizer), bool(window)
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
         self.encoder_at = EncoderAt(self.model.base_model, fast=last_layer_at_mask) if self.head is not None else None
+        self.context = Context.of(context)
+        if self.context is not None and not self.tokenizer.is_fast:
+            raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
+                              "from the hypothesis's")
+        self.contexts_cut = 0  # contexts cut further than context.tokens to fit the model's positions
 
     @property
     def signature(self) -> str:
         window = {"window": self.positions_limit} if self.window_given else {}
+        context = {"context": self.context.signature} if self.context else {}
         return self._signature(model=self.model_tag, variant=self.variant,
-                               words=self.words, dtype=self.dtype_name, **window)
+                               words=self.words, dtype=self.dtype_name, **window, **context)
 
     def prepare(self, text: str) -> MaskedSentence:
         return self.prepare_all([text])[0]
 
     def prepare_all(self, texts: Sequence[str]) -> list[MaskedSentence]:
         """The texts tokenized together (a few thousand per tokenizer call)."""
-        whitespace = self.words == "whitespace"
+        offsets = self.words == "whitespace" or self.context is not None
         out: list[MaskedSentence] = []
         for i in range(0, len(texts), TOKENIZE_CHUNK):
-            chunk = list(texts[i : i + TOKENIZE_CHUNK])
-            enc = self.tokenizer(chunk, return_special_tokens_mask=True, return_offsets_mapping=whitespace)
-            out += [self.sentence(text, enc, b) for b, text in enumerate(chunk)]
+            parts = [split(t) if self.context else ("", t) for t in texts[i : i + TOKENIZE_CHUNK]]
+            chunk = [f"{c} {h}" if c and h else c or h for c, h in parts]
+            enc = self.tokenizer(chunk, return_special_tokens_mask=True, return_offsets_mapping=offsets)
+            out += [self.sentence(text, enc, b, len(context)) for b, (text, (context, _)) in enumerate(zip(chunk, parts))]
         return out
 
-    def sentence(self, text: str, enc: Any, b: int) -> MaskedSentence:
-        """Text ``b`` of a batch encoding ``enc`` as its masked copies."""
+    def sentence(self, text: str, enc: Any, b: int, context: int = 0) -> MaskedSentence:
+        """Text ``b`` of a batch encoding ``enc`` as its masked copies; with a context (its first ``context``
+        characters), only the tokens after it are scored, and the context keeps what fits."""
         ids = np.asarray(enc["input_ids"][b], dtype=np.int64)
         positions = np.flatnonzero(np.asarray(enc["special_tokens_mask"][b]) == 0)
         if self.words == "whitespace":
             starts = [enc["offset_mapping"][b][p][0] for p in positions]
             word_of_char = np.cumsum([c.isspace() for c in text]) if text else np.zeros(0)
-            words = [int(word_of_char[s]) for s in starts]
+            words = np.asarray([int(word_of_char[s]) for s in starts], dtype=np.int64)
         else:
             word_ids = enc.word_ids(b)
-            words = [word_ids[p] for p in positions]
+            words = np.asarray([word_ids[p] for p in positions], dtype=np.int64)
+        if context:
+            scored = np.asarray([enc["offset_mapping"][b][p][1] > context for p in positions], dtype=bool)
+            given, positions, words = positions[~scored], positions[scored], words[scored]
+            room = max(self.positions_limit - (len(ids) - len(given)), 0)
+            keep = min(len(given), self.context.tokens, room)
+            self.contexts_cut += keep < min(len(given), self.context.tokens)
+            ids = np.delete(ids, given[: len(given) - keep])  # the context's first tokens go: it is cut from the left
+            positions = positions - (len(given) - keep)
+        return self.copies(ids, positions, words)
+
+    def copies(self, ids: np.ndarray, positions: np.ndarray, words: Sequence[int]) -> MaskedSentence:
+        """The masked copies of ``ids`` that score the tokens at ``positions`` (their word index in ``words``)."""
         lo, hi = mask_spans(words, self.variant)
         if len(positions):
             lo, hi = positions[lo], positions[hi - 1] + 1
