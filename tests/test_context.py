@@ -217,3 +217,8 @@ def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(tiny_
     alone = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", store=None, progress=False)
     assert scorer.compute([conditional("", "STUFF IT INTO YOU")], normalise=False).totals[0] == pytest.approx(
         alone.score(["STUFF IT INTO YOU"])[0], abs=1e-5)
+
+
+def test_a_scorer_that_reads_no_context_refuses_the_option():
+    with pytest.raises(ConfigError, match="a student scorer reads no context"):
+        rescorer.load_scorer("student", rescorer.shipped.student("student_mse"), context={"utterances": 2})

@@ -8,12 +8,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..errors import UnknownNameError
+from ..errors import ConfigError, UnknownNameError
 from ..normalise import Normaliser
 from .base import Scorer
 
 KINDS = ("pll", "ll", "student", "pcfg")
-PRETRAINED_KINDS = ("pll", "ll", "student")  # their model is a Hugging Face directory, file or hub name
+PRETRAINED_KINDS = ("pll", "ll", "student")
+CONTEXT_KINDS = ("ll", "pll")  # a student learnt its teacher's sentence scores, without context  # their model is a Hugging Face directory, file or hub name
 
 
 def load_adapter(kind: str, model: str | None, *, case: str | None = None, append_period: bool | None = None,
@@ -23,7 +24,11 @@ def load_adapter(kind: str, model: str | None, *, case: str | None = None, appen
     or ``pcfg`` (a grammar's exact conditionals: ``model`` is a rule file or a treebank, ``variant=masked|causal``,
     ``oov=``). Common options: ``case``, ``append_period`` (unset: keep, no period; a student: the normalisation
     it was trained with), ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``compile`` (torch.compile
-    each layer), ``loaded`` (an in-memory (tokenizer, model))."""
+    each layer), ``loaded`` (an in-memory (tokenizer, model)); ``ll`` and ``pll`` also ``context`` (what was said
+    before each text: :class:`~rescorer.context.Context`)."""
+    if options.get("context") and kind not in CONTEXT_KINDS:
+        raise ConfigError(f"a {kind} scorer reads no context (those that do: {', '.join(CONTEXT_KINDS)}); "
+                          "remove its context option")
     if kind == "student":  # it knows its normalisation
         common: dict[str, Any] = dict(case=case, append_period=append_period, compile=compile)
     else:
