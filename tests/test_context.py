@@ -15,7 +15,7 @@ from rescorer.context import SEPARATOR, Context, conditional, contexts, groups, 
 from rescorer.errors import ConfigError
 from rescorer.io.sets import NBestSet
 
-from .conftest import DEMO
+from .conftest import DEMO, needs_minilm
 from .models import tiny_models  # noqa: F401  (fixture)
 
 PAIRS = [("HE HOPED THERE WOULD BE STEW FOR DINNER", "TURNIPS AND CARROTS"), ("", "STUFF IT INTO YOU"),
@@ -219,6 +219,7 @@ def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(tiny_
         alone.score(["STUFF IT INTO YOU"])[0], abs=1e-5)
 
 
+@needs_minilm
 def test_a_scorer_that_reads_no_context_refuses_the_option():
     with pytest.raises(ConfigError, match="a student scorer reads no context"):
         rescorer.load_scorer("student", rescorer.shipped.student("student_mse"), context={"utterances": 2})
