@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from rescorer.train.adapt import AdaptConfig, adapt, mask_batch, masked_lm_from_encoder
 from rescorer.train.corpus import segments
 
-from .models import demo_texts, tiny_models  # noqa: F401  (fixture)
+from .models import demo_texts
 
 
 def test_masking_follows_the_bert_recipe():

@@ -14,7 +14,6 @@ import rescorer
 from rescorer.errors import ConfigError
 
 from .conftest import DEMO, ROOT
-from .models import tiny_models  # noqa: F401  (fixture)
 from .test_cli import run_cli
 
 FORMATS = ROOT / "tests" / "fixtures" / "formats"

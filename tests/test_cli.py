@@ -20,7 +20,6 @@ from rescorer.paths import data_root
 from rescorer.tasks import CONF, register_resolvers, scorers_of
 
 from .conftest import DEMO, ROOT, SHARED, need
-from .models import tiny_causal, tiny_models  # noqa: F401  (fixtures)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 DATA_CONFIGS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))

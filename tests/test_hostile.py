@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.

@@ -12,7 +12,6 @@ from rescorer import load_scorer
 from rescorer.errors import ConfigError, ScorerError
 from rescorer.scorers.masked import VARIANTS
 
-from .models import tiny_models  # noqa: F401  (fixture)
 
 TEXTS = [
     "MISTER QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES",

@@ -18,7 +18,6 @@ from rescorer.shipped import ASSETS, SMOLLM2_GGUF, STUDENT_FILE, minilm_mlm, pac
 from rescorer.train.export import export_student
 
 from .conftest import DEMO, needs_minilm, needs_smollm2
-from .models import tiny_models  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -16,7 +16,6 @@ from rescorer import load_scorer, read_nbest
 from rescorer.store import ScoreStore
 
 from .conftest import DEMO
-from .models import tiny_models  # noqa: F401  (fixture)
 
 
 def test_put_get_and_signatures_are_separate(tmp_path):

@@ -16,7 +16,6 @@ from rescorer.engine import cores
 from rescorer.scorers.causal import CausalLMScorer
 from rescorer.tasks import CONF, register_resolvers, run_task
 
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)
