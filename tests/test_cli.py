@@ -102,7 +102,8 @@ def test_every_task_config_composes(task):
     assert callable(get_method(cfg.task._target_))
 
 
-@pytest.mark.parametrize("scorer", sorted(p.stem for p in (CONF / "scorer").glob("*.yaml")))
+@pytest.mark.parametrize("scorer", [pytest.param(s, marks=pytest.mark.slow) if s == "pcfg" else s  # induces the treebank
+                                    for s in sorted(p.stem for p in (CONF / "scorer").glob("*.yaml"))])
 def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
     if scorer == "pcfg":  # its default grammar is induced from the treebank sample
         need(SHARED / "treebank")
@@ -179,6 +180,7 @@ def tiny_excerpt(tmp_path: Path, utterances: int = 30) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_rescore_end_to_end_with_a_tiny_model(tmp_path, tiny_causal):
     data = tiny_excerpt(tmp_path)
     result = run_cli("task=rescore", "data=demo", "scorer=[ll]", f"model.causal.path={tiny_causal}",

@@ -23,6 +23,8 @@ from rescorer.train.distill import DistillConfig, distill, is_dev
 
 from .models import demo_texts
 
+pytestmark = pytest.mark.slow  # every test trains a student
+
 
 @pytest.fixture(scope="module")
 def trained(tiny_models, tmp_path_factory):

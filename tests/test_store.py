@@ -60,6 +60,7 @@ scorer.score(texts)
 """
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
     texts = [h.text for name in ("dev_other", "test_clean") for u in read_nbest(DEMO / name) for h in u.hyps]
     texts = list(dict.fromkeys(texts))[:5000]
