@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test docs bench clean
+.PHONY: setup demo test test-fast docs bench clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The suite without the tests marked slow (setup.cfg): a few minutes instead of about twenty.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # The documentation site: regenerate the pages made from conf/ and benchmarks/results/*.json, then build into site/
 # (--strict: a broken link, anchor or snippet, or a page missing from the navigation, fails the build).

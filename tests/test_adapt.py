@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from rescorer.train.adapt import AdaptConfig, adapt, mask_batch, masked_lm_from_encoder
 from rescorer.train.corpus import segments
 
-from .models import demo_texts, tiny_models  # noqa: F401  (fixture)
+from .models import demo_texts
 
 
 def test_masking_follows_the_bert_recipe():
@@ -50,6 +50,7 @@ def test_an_encoder_without_head_gets_one_tied_to_its_embeddings(tiny_models, tm
                                full.bert.encoder.layer[0].attention.self.query.weight)
 
 
+@pytest.mark.slow
 def test_training_lowers_dev_pppl_and_a_staged_run_equals_one_run(tiny_models, tmp_path):
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n\n".join(demo_texts()[200:1400]))

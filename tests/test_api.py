@@ -15,7 +15,6 @@ from rescorer.combine import Column
 from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 EXCERPT = {"every": 15, "top": 5}  # 20 utterances × 5 hypotheses per demo set
 

@@ -14,7 +14,6 @@ import rescorer
 from rescorer.errors import ConfigError
 
 from .conftest import DEMO, ROOT
-from .models import tiny_models  # noqa: F401  (fixture)
 from .test_cli import run_cli
 
 FORMATS = ROOT / "tests" / "fixtures" / "formats"
@@ -50,6 +49,7 @@ def apply_cli(tuned: dict[str, Path], out: str, *extra: str):
                    cwd=tuned["root"])
 
 
+@pytest.mark.slow
 def test_tuned_file_names_the_weights_and_the_scorer(tuned_demo):
     doc = yaml.safe_load((tuned_demo["tune"] / "tuned.yaml").read_text())
     report = json.loads((tuned_demo["tune"] / "report.json").read_text())
@@ -60,6 +60,7 @@ def test_tuned_file_names_the_weights_and_the_scorer(tuned_demo):
     assert "device" not in doc["scorers"]["ll"]["spec"]
 
 
+@pytest.mark.slow
 def test_apply_to_an_unlabelled_copy_writes_what_rescore_wrote(tuned_demo):
     result = apply_cli(tuned_demo, "applied")
     assert result.returncode == 0, result.stderr
@@ -74,6 +75,7 @@ def test_apply_to_an_unlabelled_copy_writes_what_rescore_wrote(tuned_demo):
                                (DEMO / "test_clean" / "1best_recog" / "text").read_text().splitlines()[::15]))
 
 
+@pytest.mark.slow
 def test_python_apply_writes_what_rescore_wrote(tuned_demo, tmp_path):
     new = {"nbest": str(tuned_demo["test"]), "every": 15, "top": 5}
     result = rescorer.apply(new, tuned_demo["tune"] / "tuned.yaml", out_dir=tmp_path / "out",
@@ -83,6 +85,7 @@ def test_python_apply_writes_what_rescore_wrote(tuned_demo, tmp_path):
     assert result.weights == {"ll": yaml.safe_load((tuned_demo["tune"] / "tuned.yaml").read_text())["columns"]["ll"]["weight"]}
 
 
+@pytest.mark.slow
 def test_a_changed_model_is_refused_with_one_line(tuned_demo, tmp_path):
     tuned = {**tuned_demo, "tune": tmp_path / "tune"}
     shutil.copytree(tuned_demo["tune"], tuned["tune"])

@@ -11,7 +11,6 @@ from rescorer.benchmark.host import NullCausalLM, NullMaskedLM
 from rescorer.benchmark.precision import bf16_error
 from rescorer.engine.local import EngineStats, run_pool
 
-from .models import tiny_models  # noqa: F401  (fixture)
 from .test_scorers import LONG, TEXTS
 
 

@@ -20,7 +20,6 @@ from rescorer.paths import data_root
 from rescorer.tasks import CONF, register_resolvers, scorers_of
 
 from .conftest import DEMO, ROOT, SHARED, need
-from .models import tiny_causal, tiny_models  # noqa: F401  (fixtures)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 DATA_CONFIGS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))
@@ -103,7 +102,8 @@ def test_every_task_config_composes(task):
     assert callable(get_method(cfg.task._target_))
 
 
-@pytest.mark.parametrize("scorer", sorted(p.stem for p in (CONF / "scorer").glob("*.yaml")))
+@pytest.mark.parametrize("scorer", [pytest.param(s, marks=pytest.mark.slow) if s == "pcfg" else s  # induces the treebank
+                                    for s in sorted(p.stem for p in (CONF / "scorer").glob("*.yaml"))])
 def test_every_scorer_config_instantiates(scorer, tiny_models, tmp_path):
     if scorer == "pcfg":  # its default grammar is induced from the treebank sample
         need(SHARED / "treebank")
@@ -180,6 +180,7 @@ def tiny_excerpt(tmp_path: Path, utterances: int = 30) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_rescore_end_to_end_with_a_tiny_model(tmp_path, tiny_causal):
     data = tiny_excerpt(tmp_path)
     result = run_cli("task=rescore", "data=demo", "scorer=[ll]", f"model.causal.path={tiny_causal}",

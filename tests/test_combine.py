@@ -150,6 +150,7 @@ def test_bootstrap_interval_equals_a_naive_loop():
     assert got["high"] < 0 and got["p_better"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tuned", [["ctc"], ["ctc", "lm"]])
 def test_fast_equals_grid_on_real_librispeech(tuned):
     path = need(LIBRISPEECH) / "dev_other"
@@ -167,6 +168,7 @@ def test_fast_equals_grid_on_real_librispeech(tuned):
     assert list(grid.weights.values()) == list(ties[np.lexsort(tuple(-ties.T[::-1]))[0]])
 
 
+@pytest.mark.slow
 def test_fast_equals_grid_on_real_moses_bleu():
     nbest = read_nbest(need(MOSES) / "nbest.out", refs=MOSES / "reference.txt")
     metric = make_metric("bleu", lowercase=True, tokenize="none", force=True)

@@ -21,7 +21,9 @@ from rescorer.errors import ConfigError
 from rescorer.store import ScoreStore
 from rescorer.train.distill import DistillConfig, distill, is_dev
 
-from .models import demo_texts, tiny_models  # noqa: F401  (fixture)
+from .models import demo_texts
+
+pytestmark = pytest.mark.slow  # every test trains a student
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,7 @@ def test_a_template_figure_follows_its_json(tmp_path, monkeypatch):
 MKDOCS = all(importlib.util.find_spec(m) for m in ("mkdocs", "material", "mkdocstrings_handlers"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not MKDOCS, reason="mkdocs, mkdocs-material or mkdocstrings-python is not installed "
                                        "(pip install '.[docs]'; make setup installs them)")
 def test_the_site_builds_with_mkdocs_strict(tmp_path):
@@ -174,6 +175,7 @@ def test_readme_command_composes(line, command, tmp_path):
     assert result.returncode == 0, f"README.md:{line}: {command}\n{result.stderr[-2000:]}"
 
 
+@pytest.mark.slow
 def test_docs_commands_compose(tmp_path):
     """The `rescorer` commands of docs/ compose too, but those with a placeholder (`...`, `…`, a shell variable)
     and multirun sweeps (`-m`), which `--cfg job` cannot take. Two at a time."""
@@ -196,6 +198,7 @@ DOC_BLOCKS = [(f"{path.relative_to(ROOT)}:{line}", code) for path in sorted(DOCS
               for line, code in python_blocks(path.read_text(encoding="utf-8"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where, code", DOC_BLOCKS, ids=[where for where, _ in DOC_BLOCKS])
 def test_docs_python_block_runs_as_written(where, code, tmp_path):
     """As README's blocks (test_readme_examples.py): a fresh process in an empty directory where the demo excerpt

@@ -107,6 +107,7 @@ def test_wrong_grouping_is_one_clear_error(marian):
         nbest_from_generate(outputs, tokenizer, K, ids=["a", "b"])
 
 
+@pytest.mark.slow
 def test_recipe_script_writes_a_list_rescorer_reads(marian, whisper, tmp_path):
     from scipy.io import wavfile
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
@@ -61,7 +60,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+SLOW_CASES = {"misspelt device", "unknown dtype"}  # over 5 s each
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)])
 def test_bad_values_get_one_line_and_exit_2_and_leave_nothing(case, tmp_path):
     overrides, expected = CASES[case]
     result = run(tmp_path, *overrides)
@@ -76,6 +78,7 @@ def test_out_dir_under_a_file_or_in_proc(tmp_path):
     assert (tmp_path / "afile").read_text() == "x"
 
 
+@pytest.mark.slow
 def test_a_failed_run_leaves_a_reused_out_dir_as_it_was(tmp_path):
     good = run(tmp_path, CTC)
     assert good.returncode == 0, good.stderr
@@ -93,7 +96,7 @@ def test_out_dir_that_is_not_a_rescorer_run_is_refused(tmp_path):
 
 
 @needs_minilm
-@pytest.mark.parametrize("after_store", [None, 0.0, 2.0, 5.0])
+@pytest.mark.parametrize("after_store", [None, *(pytest.param(s, marks=pytest.mark.slow) for s in (0.0, 2.0, 5.0))])
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, after_store):
     """Ctrl-C while the package imports (None: 0.3 s after start, before any config), while torch and the model load
     and while scoring: an interrupt inside a half-done import once gave a killed-by-SIGINT exit and extra lines."""
@@ -164,6 +167,7 @@ def test_a_model_name_neither_local_nor_cached_fails_in_one_line_within_5_s(tmp_
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_readmes_own_data_command_works_as_written(tmp_path):
     """README: `rescorer task=rescore data=own data.sets.dev.nbest=DEV data.sets.dev.refs=DEV_REFS
     data.sets.test.nbest=TEST data.sets.test.refs=TEST_REFS`."""
@@ -192,6 +196,7 @@ def damaged_store(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["damaged", "not a database", "under a file"])
 def test_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causal):
     store = tmp_path / "s.sqlite"

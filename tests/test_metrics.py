@@ -31,6 +31,7 @@ def read_librispeech(name):
     return rescorer.read_nbest(root, refs=root / "references" / "ref_wer.trn")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, baseline, oracle", [
     ("dev_clean", 1.70, 0.59), ("dev_other", 3.61, 1.76), ("test_clean", 1.81, 0.67)])
 def test_librispeech_baseline_and_oracle_wer(name, baseline, oracle):
@@ -68,6 +69,7 @@ def test_public_wer_and_bleu_match_peers():
     assert rescorer.bleu(refs[:2], hyps[:2]) == pytest.approx(sacrebleu.corpus_bleu(hyps[:2], [refs[:2]]).score)
 
 
+@pytest.mark.slow
 def test_moses_bleu_matches_sacrebleu():
     root = need(MOSES)
     nbest = rescorer.read_nbest(root / "nbest.out", refs=root / "reference.txt")
@@ -80,6 +82,7 @@ def test_moses_bleu_matches_sacrebleu():
     assert metric.signature == "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:" + sacrebleu.__version__
 
 
+@pytest.mark.slow
 def test_bleu_oracle_beats_every_single_swap():
     """The greedy corpus oracle is a local optimum: no one-utterance change raises corpus BLEU."""
     root = need(MOSES)

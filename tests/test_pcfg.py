@@ -196,6 +196,7 @@ def treebank_grammar() -> PCFG:
     return induce(trees)
 
 
+@pytest.mark.slow
 def test_the_induced_treebank_grammar_is_proper(treebank_grammar):
     grammar = treebank_grammar
     totals = Counter()
@@ -220,7 +221,7 @@ def test_sampling_is_seeded_and_follows_the_distribution():
     assert {len(s.split()) for s in bounded} == {3, 4}
 
 
-@pytest.mark.parametrize("source", ["agreement", "recursive", "treebank"])
+@pytest.mark.parametrize("source", ["agreement", "recursive", pytest.param("treebank", marks=pytest.mark.slow)])
 def test_every_sampled_sentence_is_possible(source, request):
     grammar = (request.getfixturevalue("treebank_grammar") if source == "treebank"
                else read_grammar(FIXTURES / f"{source}.pcfg"))
@@ -259,6 +260,7 @@ def test_the_scorer_through_the_engine_equals_the_charts(tmp_path):
         load_scorer("pcfg", str(grammar_file), variant="both")
 
 
+@pytest.mark.slow
 def test_unknown_words_score_as_unk_in_the_treebank_grammar(treebank_grammar):
     scorer = load_scorer("pcfg", None, grammar=treebank_grammar, oov="unk")
     grammar, text = scorer.adapter.grammar, "The zyzzyva rose ."
@@ -268,6 +270,7 @@ def test_unknown_words_score_as_unk_in_the_treebank_grammar(treebank_grammar):
 
 
 # ---- (f) training moves an LM towards the truth
+@pytest.mark.slow
 def test_more_training_raises_the_masked_lms_agreement_with_the_truth(tmp_path):
     import torch
     from safetensors import safe_open

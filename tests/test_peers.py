@@ -6,7 +6,6 @@ import pytest
 
 from rescorer import load_scorer
 
-from .models import tiny_models  # noqa: F401  (fixture)
 from .test_scorers import TEXTS
 
 minicons = pytest.importorskip("minicons.scorer", reason="minicons (the peer) is not installed")

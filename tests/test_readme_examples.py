@@ -68,6 +68,7 @@ def run_block(code: str, tmp_path: Path, offline: bool = True) -> subprocess.Com
                           timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, code", BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
 def test_readme_python_block_runs_as_written(line, code, tmp_path):
     reasons = [reason for reason in map(missing, sorted(needs(code))) if reason]

@@ -66,6 +66,7 @@ def test_a_misspelt_scale_option_is_named():
         ScaleConfig.of({"backend": "dask"})
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():
     texts = demo_texts()[:40]
@@ -78,6 +79,7 @@ def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():
     assert scaled_result.stats.rows_computed == local_result.stats.rows_computed > 0
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_ray_engine_scores_like_the_local_engine_and_resumes_after_the_driver_is_killed(tmp_path):
     pytest.importorskip("ray.data", reason="engine=ray needs `pip install rescorer[ray]` (make setup installs it)")

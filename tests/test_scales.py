@@ -41,6 +41,7 @@ def per_token_lists(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
+@pytest.mark.slow
 @needs_minilm
 @pytest.mark.parametrize("fmt", ["hyporadise", "fairseq"])
 def test_a_per_token_base_gets_per_token_lm_columns_by_default(fmt, tmp_path, tmp_path_factory):

@@ -12,7 +12,6 @@ from rescorer import load_scorer
 from rescorer.errors import ConfigError, ScorerError
 from rescorer.scorers.masked import VARIANTS
 
-from .models import tiny_models  # noqa: F401  (fixture)
 
 TEXTS = [
     "MISTER QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES",
@@ -178,6 +177,7 @@ def test_a_hub_name_out_of_reach_and_not_cached_is_a_config_error_at_once(monkey
     assert time.perf_counter() - start < 5
 
 
+@pytest.mark.slow
 def test_a_cached_hub_name_loads_from_the_cache_when_the_hub_is_out_of_reach(tiny_models, tmp_path):
     """A Hugging Face cache laid out by hand (refs/main → snapshots/<commit>/files) holding the tiny GPT-2."""
     import os
@@ -211,6 +211,7 @@ def test_scoring_an_in_memory_model_leaves_its_layers_alone(tiny_models):
     assert len(model.base_model.encoder.layer) == layers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, arch", [("pll", "bert"), ("ll", "llama")])
 def test_compiled_layers_score_like_the_eager_model(tiny_models, kind, arch):
     eager = load_scorer(kind, str(tiny_models[arch]), progress=False)
@@ -326,6 +327,7 @@ def test_long_texts_ll_in_strided_windows_equal_a_naive_loop(tiny_models):
     np.testing.assert_allclose(windowed.score(["A CAT"]), plain.score(["A CAT"]), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_2000_word_hypothesis_is_scored_not_crashed(tiny_models):
     text = " ".join(["THE CAT SAT ON THE MAT"] * 334)[: 2000 * 4]
     for kind, arch in (("pll", "bert"), ("ll", "gpt2")):

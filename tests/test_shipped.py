@@ -18,7 +18,6 @@ from rescorer.shipped import ASSETS, SMOLLM2_GGUF, STUDENT_FILE, minilm_mlm, pac
 from rescorer.train.export import export_student
 
 from .conftest import DEMO, needs_minilm, needs_smollm2
-from .models import tiny_models  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,6 +52,7 @@ def test_shipped_mlm_is_the_delta_plus_the_encoders_word_embeddings():
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_shipped_mlm_beats_the_untrained_head_by_far():
     from rescorer.train.adapt import masked_lm_from_encoder
@@ -126,6 +126,7 @@ def test_a_retrained_student_of_the_same_size_is_rebuilt(tmp_path, monkeypatch):
     assert shipped.student("student_mse") == second
 
 
+@pytest.mark.slow
 @needs_minilm
 @pytest.mark.parametrize("name", ["student_mse", "student_mwer"])
 def test_shipped_students_predict_the_teachers_pll(name):
@@ -145,6 +146,7 @@ def test_shipped_students_predict_the_teachers_pll(name):
     assert r > 0.95 and r > abs(np.corrcoef(teacher.totals, length)[0, 1]) + 0.02, r
 
 
+@pytest.mark.slow
 @needs_smollm2
 def test_cached_smollm2_scores_like_the_gguf_file():
     texts = demo_refs(8)
@@ -167,6 +169,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @needs_minilm
 @needs_smollm2
 def test_the_demo_job_runs_offline_with_the_shipped_models(tmp_path, private_cache):

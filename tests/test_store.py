@@ -13,7 +13,6 @@ from rescorer import load_scorer, read_nbest
 from rescorer.store import ScoreStore
 
 from .conftest import DEMO
-from .models import tiny_models  # noqa: F401  (fixture)
 
 
 def test_put_get_and_signatures_are_separate(tmp_path):
@@ -71,6 +70,7 @@ scorer.score(texts)
 """
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
     texts = [h.text for name in ("dev_other", "test_clean") for u in read_nbest(DEMO / name) for h in u.hyps]
     texts = list(dict.fromkeys(texts))[:5000]

@@ -16,7 +16,6 @@ from rescorer.engine import EngineSettings, cores
 from rescorer.scorers.causal import CausalLMScorer
 from rescorer.tasks import CONF, register_resolvers, run_task
 
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +68,7 @@ def compose_config(*overrides: str):
         return compose(config_name="config", overrides=list(overrides))
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: 5–20 s on a busy machine
 def test_every_task_runs_with_engine_threads(threads, tmp_path, tiny_causal, threads_seen, monkeypatch):
     """``task=score`` scores with that many threads; any task (here evaluate, which loads no model) starts with them."""
     small = ["++data.sets.dev_other.every=50", "++data.sets.test_clean.every=50", "engine.progress=false",

@@ -21,7 +21,6 @@ from rescorer.metrics import make_metric
 from rescorer.report import write_report
 
 from .conftest import DEMO, ROOT
-from .models import tiny_causal  # noqa: F401  (fixture)
 
 GRIDS = [  # (range, step, the weights searched)
     ((0, 0.5), 0.3, [0.0, 0.3]),

@@ -17,6 +17,8 @@ import rescorer
 
 from .conftest import DEMO, ROOT
 
+pytestmark = pytest.mark.slow  # builds and installs the wheel
+
 SOURCES = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "README.md", "rescorer", "conf", "recipes/demo/data")
 
 
