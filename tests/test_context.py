@@ -16,7 +16,6 @@ from rescorer.errors import ConfigError
 from rescorer.io.sets import NBestSet
 
 from .conftest import DEMO, needs_minilm
-from .models import tiny_models  # noqa: F401  (fixture)
 
 PAIRS = [("HE HOPED THERE WOULD BE STEW FOR DINNER", "TURNIPS AND CARROTS"), ("", "STUFF IT INTO YOU"),
          ("AFTER EARLY NIGHTFALL", ""), ("A B", "THE YELLOW LAMPS WOULD LIGHT UP")]
