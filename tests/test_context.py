@@ -137,6 +137,7 @@ def test_rescoring_with_a_context_column_beside_the_plain_one(tiny_models, tmp_p
                          engine={"store": None, "progress": False})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, words", [
     ("scorer.ll_ctx.context.utterance=3", "unknown scorer.ll_ctx.context key 'utterance', did you mean 'utterances'"),
     ("scorer.ll_ctx.context.group='^nothing'", "context.group='^nothing' does not match utterance id"),
