@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ..errors import check_known
+from ..errors import ConfigError, check_known
 from ..options import TEXT, Option, checked
-from ..scorers import load_adapter
+from ..scorers import KINDS, load_adapter
 from .bound import BoundScorer
 from .cores import engine_threads
 from .runner import Engine
@@ -79,5 +79,7 @@ def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[
     shared = EngineSettings.of(engine).engine()
     for name, spec in Option("mapping", null=True).check("scorers", specs or {}).items():
         Option("mapping", null=True, example="load_scorer options {kind, model, …}").check(f"scorer {name!r}", spec)
+        if spec is not None and "kind" not in spec:
+            raise ConfigError(f"scorer {name!r} names no kind: give it kind: {' | '.join(KINDS)} (and its model)")
     return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared)
             for name, spec in (specs or {}).items() if spec is not None}

@@ -77,6 +77,8 @@ def readable_keys(path: tuple[str, ...], node: Mapping[str, Any]) -> set[str] | 
     key) below a section (a new data set or column, a training stage's option), where each reader checks its own."""
     if len(path) == 1 and path[0] == "engine":
         return set(node) | ENGINE_KEYS
+    if path == ("scorer",):
+        return None  # +scorer.NAME={kind: …, model: …} adds a column
     if len(path) == 1:
         parameters = target_parameters(node.get("_target_"))
         return None if parameters is None else set(node) | parameters
