@@ -53,8 +53,8 @@ run_stage 2 score "$rescorer" "${common[@]}" task=score data=converted "data.roo
 labels=("espnet=ESPnet score (0.6 decoder + 0.4 ctc + 0.6 Transformer LM)" "ll=+ λ·SmolLM2 LL, no context"
         "student=+ λ·student (shipped)")
 for lm in "${lms[@]}"; do
-  case $lm in ll_ctx) labels+=("ll_ctx=+ λ·SmolLM2 LL | previous 5 utterances") ;;
-              ll_k*) labels+=("$lm=+ λ·SmolLM2 LL | previous ${lm#ll_k} utterances") ;; esac
+  case $lm in ll_ctx) labels+=("ll_ctx=+ λ·SmolLM2 LL given the previous 5 utterances") ;;
+              ll_k*) labels+=("$lm=+ λ·SmolLM2 LL given the previous ${lm#ll_k} utterances") ;; esac
 done
 labels+=("student+$best=+ student + LL with context, tuned jointly")
 run_stage 3 tune tune
