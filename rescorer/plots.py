@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -57,7 +57,8 @@ def best_along(axis: np.ndarray, values: np.ndarray, higher_is_better: bool) -> 
     return xs, best
 
 
-def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path: str | Path) -> Path | None:
+def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path: str | Path,
+                labels: Mapping[str, str] | None = None) -> Path | None:
     """A λ curve (one tuned weight) or a heat map (two) of the dev ``metric`` (its label, scale and direction);
     more weights plot the best value along each axis. None (see :func:`unplotted`) for nothing tuned or a search
     too large to draw; the work is linear in the settings tried (one sort per axis)."""
@@ -75,14 +76,15 @@ def weight_plot(result: SearchResult, names: Sequence[str], metric: Metric, path
         image = axes[0, 0].imshow(grid, origin="lower", aspect="auto", cmap="viridis" if metric.higher_is_better
                                   else "viridis_r", extent=(*cell_edges(xs), *cell_edges(ys)))
         fig.colorbar(image, ax=axes[0, 0], label=f"dev {metric.label}")
-        axes[0, 0].set(xlabel=f"λ {names[0]}", ylabel=f"λ {names[1]}")
+        shown = [(labels or {}).get(name, name) for name in names]
+        axes[0, 0].set(xlabel=f"λ {shown[0]}", ylabel=f"λ {shown[1]}")
         axes[0, 0].plot(result.weights[names[0]], result.weights[names[1]], "r*", markersize=12)
     else:
         for k, name in enumerate(names):
             xs, ys = best_along(result.tried[:, k], values, metric.higher_is_better)
             axes[0, k].plot(xs, ys, marker=".")
             axes[0, k].axvline(result.weights[name], color="r", linestyle="--")
-            axes[0, k].set(xlabel=f"λ {name}", ylabel=f"dev {metric.label}")
+            axes[0, k].set(xlabel=f"λ {(labels or {}).get(name, name)}", ylabel=f"dev {metric.label}")
     fig.suptitle(f"dev {metric.label} vs interpolation weights ({result.method} search)")
     return save(fig, path)
 

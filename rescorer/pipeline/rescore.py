@@ -18,6 +18,7 @@ from ..combine import Column, Features, SearchResult, search_weights, totals
 from ..combine.rules import search_options
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
+from ..context import Context
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError, short_repr
 from ..metrics import Metric, NBestStats, paired_bootstrap
@@ -265,7 +266,7 @@ def finish(report: Report, applied: Mapping[str, Applied], metric: Metric, tuned
         plot = None
         if result is not None and report.search is not None:
             names = [c.name for c in tuned.columns]
-            plot = weight_plot(result, names, metric, out.path(f"weights_{tuned.tuned_on}.png"))
+            plot = weight_plot(result, names, metric, out.path(f"weights_{tuned.tuned_on}.png"), context_labels(tuned))
             report.search.plot, report.search.plot_note = out.shown(plot) if plot else None, unplotted(result, names)
         write_text(out.work / TUNED_FILE, tuned.to_yaml(out.final / TUNED_FILE))
         report.tuned_file = str(out.final / TUNED_FILE)
@@ -279,6 +280,16 @@ def finish(report: Report, applied: Mapping[str, Applied], metric: Metric, tuned
         write_report(out.work, written, table, title, notes=summary(written, changes, str(out.final),
                                                                     report.tuned_file if result else None))
     return Rescored(report, nbests, tuned)
+
+
+def context_labels(tuned: Tuned) -> dict[str, str]:
+    """Plot labels of the columns whose scorer reads a context: the column and how many utterances it reads."""
+    labels = {}
+    for name, entry in tuned.scorers.items():
+        context = Context.of((entry.get("spec") or {}).get("context"))
+        if context is not None:
+            labels[name] = f"{name} (previous {context.utterances} utterances)"
+    return labels
 
 
 def weights_text(weights: Mapping[str, float]) -> str:
