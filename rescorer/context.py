@@ -111,6 +111,20 @@ def conditional(context: str, text: str) -> str:
     return context + SEPARATOR + text
 
 
+def scored_texts(nbest: NBest, context: Context | None, normalise: Callable[[str], str],
+                 chosen: Sequence[str] | None = None) -> list[str]:
+    """What a scorer with ``context`` (None: none) scores for every hypothesis of ``nbest`` (``texts()`` order), or
+    for ``chosen`` (one text per utterance): each normalised, after its utterance's context where there is one
+    (the contexts come from ``nbest`` as read, whatever was chosen)."""
+    texts = nbest.texts() if chosen is None else list(chosen)
+    normalised = [normalise(text) for text in texts]
+    if context is None:
+        return normalised
+    before = contexts(nbest, context, normalise)
+    owners = (u for u, utt in enumerate(nbest) for _ in utt.hyps) if chosen is None else range(len(texts))
+    return [conditional(before[u], text) for u, text in zip(owners, normalised)]
+
+
 def split(text: str) -> tuple[str, str]:
     """(context, hypothesis) of a conditional text; a plain text has an empty context."""
     context, _, hypothesis = text.rpartition(SEPARATOR)

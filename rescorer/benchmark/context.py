@@ -16,7 +16,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
     from ..engine import load_scorer
     from ..io.sets import NBestSet
     from ..paths import ROOT, data_root
-    from ..pipeline.scoring import scored_texts
+    from ..context import scored_texts
     from ..scorers.loading import resolve_device
 
     shared = data_root() / "librispeech-espnet-30best" / "dev_other"
@@ -34,7 +34,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
         for share in (False, True):
             scorer = load_scorer("ll", model, loaded=(adapter.tokenizer, adapter.model), share_prefixes=share,
                                  **options, **common)
-            texts = scored_texts(nbest, scorer)
+            texts = scored_texts(nbest, scorer.context, scorer.adapter.normaliser)
             pool = scorer.adapter.pool(scorer.adapter.prepare_all(list(dict.fromkeys(texts))))
             seconds = best_time(lambda: scorer.compute(texts, normalise=False), 1)
             name = f"{label}, {'shared prefixes' if share else 'every row in full'}"

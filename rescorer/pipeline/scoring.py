@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..context import conditional, contexts, split
+from ..context import contexts, scored_texts as context_texts, split
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
 from ..metrics import Perplexity
@@ -23,16 +23,9 @@ def score_nbest(nbest: NBest, scorers: Mapping[str, BoundScorer]) -> tuple[NBest
 
 
 def scored_texts(nbest: NBest, scorer: BoundScorer, chosen: Sequence[str] | None = None) -> list[str]:
-    """What ``scorer`` scores for every hypothesis of ``nbest`` (``texts()`` order), or for ``chosen`` (one text
-    per utterance): each normalised, after its utterance's context where the scorer reads one (the contexts come
-    from ``nbest`` as read, whatever was chosen)."""
-    texts = nbest.texts() if chosen is None else list(chosen)
-    normalised = scorer.normalise(texts)
-    if scorer.context is None:
-        return normalised
-    before = contexts(nbest, scorer.context, scorer.adapter.normaliser)
-    owners = (u for u, utt in enumerate(nbest) for _ in utt.hyps) if chosen is None else range(len(texts))
-    return [conditional(before[u], text) for u, text in zip(owners, normalised)]
+    """What ``scorer`` scores for every hypothesis of ``nbest``, or for ``chosen`` (one text per utterance): see
+    :func:`rescorer.context.scored_texts`."""
+    return context_texts(nbest, scorer.context, scorer.adapter.normaliser, chosen)
 
 
 def perplexity(scorer: BoundScorer, texts: Sequence[str], known: ScoredTexts | None = None,
