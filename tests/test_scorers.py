@@ -119,7 +119,9 @@ def test_identical_texts_are_scored_once(tiny_models):
     scorer = load_scorer("ll", str(tiny_models["gpt2"]), progress=False)
     result = scorer.compute(["A CAT", "A CAT", "A DOG", "A CAT"])
     assert result.totals[0] == result.totals[1] == result.totals[3]
-    assert result.stats.sentences == 2 and result.stats.rows_computed == 2
+    assert result.stats.sentences == 2 and result.stats.rows_computed == 1  # one prefix tree holds both
+    unshared = load_scorer("ll", str(tiny_models["gpt2"]), share_prefixes=False, progress=False)
+    assert unshared.compute(["A CAT", "A CAT", "A DOG", "A CAT"]).stats.rows_computed == 2
 
 
 def test_normalisation_changes_the_scored_text_only(tiny_models):
