@@ -13,7 +13,7 @@ from .scoring import perplexity, score_nbest, set_perplexities
 from .sets import read_sets, tuning_set
 from .tuned import Tuned
 
-__all__ = ["RESCORE_COLUMN", "Interval", "Report", "Rescored", "ScoredSet", "SearchSummary", "SetReport", "Tuned", "apply",
-           "apply_tuned", "apply_weights", "default_columns", "evaluate", "perplexity", "prepare", "read_sets",
+__all__ = ["RESCORE_COLUMN", "Interval", "Report", "Rescored", "ScoredSet", "SearchSummary", "SetReport", "Tuned",
+           "apply", "apply_tuned", "apply_weights", "default_columns", "evaluate", "perplexity", "prepare", "read_sets",
            "reranked", "rescore", "rescore_loaded", "score_nbest", "score_sets", "set_perplexities", "tune",
            "tuning_set", "write_1best", "write_scored"]

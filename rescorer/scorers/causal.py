@@ -135,25 +135,29 @@ class CausalLMScorer(Scorer):
 
     def tree_log_probs(self, forest: Any, picked: np.ndarray) -> Any:
         """The targets of the prefix trees ``picked``, [B, T]: each tree one row, each node attending to itself
-        and its ancestors at the position of its depth."""
+        and its ancestors at the position of its depth; the vocabulary projection once per node that is read."""
         import torch
 
         index, valid = columns(forest.node_start[picked], forest.nodes[picked])
         ids, depth = take(forest.token, index, valid, 0), take(forest.depth, index, valid, 0)
         mask = ancestors(take(forest.parent, index, valid, -1))[:, None]  # [B, 1, N, N]
+        width = ids.shape[1]
         index, valid = columns(forest.target_start[picked], forest.targets[picked])
-        node = self.to_device(take(forest.target_node, index, valid, 0))
+        node = take(forest.target_node, index, valid, 0) + width * np.arange(len(picked))[:, None]  # flat (row, node)
+        read, which = np.unique(node, return_inverse=True)
+        which = self.to_device(which.reshape(node.shape))
         token = self.to_device(take(forest.target_token, index, valid, 0))
         inputs = dict(input_ids=self.to_device(ids), attention_mask=self.to_device(mask),
                       position_ids=self.to_device(depth))
         with no_grad_context(self.device, self.dtype):
-            rows = torch.arange(len(picked), device=node.device)[:, None]
             head = self.model.get_output_embeddings()
             if head is None or getattr(self.model.config, "final_logit_softcapping", None):
-                logits = self.model(**inputs).logits[rows, node].float()
+                logits = self.model(**inputs).logits.flatten(0, 1)[self.to_device(read)].float()
             else:  # the vocabulary projection only where a target is read (context nodes mostly are not)
-                logits = head(self.model.base_model(**inputs).last_hidden_state[rows, node]).float()
-            return logits.gather(-1, token[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
+                hidden = self.model.base_model(**inputs).last_hidden_state.flatten(0, 1)
+                logits = head(hidden[self.to_device(read)]).float()
+            logp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)  # [read nodes, V]
+            return logp[which, token]
 
     def log_probs(self, input_ids: Any, attention: Any, skip: np.ndarray) -> Any:
         """log P(id j + 1 | ids ≤ j) of each row on the device, [B, W - 1], from column ``skip[b]`` on."""

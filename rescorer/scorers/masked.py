@@ -127,7 +127,8 @@ class MaskedLMScorer(Scorer):
             parts = [split(t) if self.context else ("", t) for t in texts[i : i + TOKENIZE_CHUNK]]
             chunk = [f"{c} {h}" if c and h else c or h for c, h in parts]
             enc = self.tokenizer(chunk, return_special_tokens_mask=True, return_offsets_mapping=offsets)
-            out += [self.sentence(text, enc, b, len(context)) for b, (text, (context, _)) in enumerate(zip(chunk, parts))]
+            out += [self.sentence(text, enc, b, len(context))
+                    for b, (text, (context, _)) in enumerate(zip(chunk, parts))]
         return out
 
     def sentence(self, text: str, enc: Any, b: int, context: int = 0) -> MaskedSentence:
