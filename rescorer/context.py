@@ -1,8 +1,9 @@
 """Context across utterances: which recording or document each utterance belongs to, and the text of the
 utterances before it, so that a scorer can score a hypothesis given what was said just before.
 
-A conditional text is ``context + SEPARATOR + hypothesis``; a scorer with context scores only the hypothesis
-(and its end), and the score store keys on the whole string, so a score is never reused under another context.
+A conditional text is ``context + SEPARATOR + hypothesis`` (``+ SEPARATOR + following`` where the utterances after it
+are read too); a scorer with context scores only the hypothesis (and its end), and the score store keys on the whole
+string, so a score is never reused under another context.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ConfigError, check_known
+from .io.target import native_format
 from .options import Option, checked
 from .types import NBest
 
@@ -19,7 +21,7 @@ SOURCES = ("first_pass", "reference")
 # Formats whose lists are one document in order (translation, HyPoradise): the position is the line.
 ORDERED = frozenset({"fairseq", "moses", "marian", "sockeye", "hyporadise", "mlm-scoring"})
 OPTIONS = {"utterances": Option("integer", low=1), "tokens": Option("integer", low=1),
-           "source": Option("text"), "group": Option("text", null=True)}
+           "source": Option("text"), "group": Option("text", null=True), "following": Option("integer", low=0)}
 
 
 @dataclass(frozen=True)
@@ -27,12 +29,15 @@ class Context:
     """A scorer's context: the 1-bests of up to ``utterances`` previous utterances of the same recording or
     document, cut to the last ``tokens`` tokens, taken from ``source`` (``first_pass``: the input 1-bests;
     ``reference``: the references, for analysis only, never for tuning). ``group`` is a regex whose first group
-    (or whole match) in an utterance id names its recording; None: the format's own grouping."""
+    (or whole match) in an utterance id names its recording; None: the format's own grouping. ``following``: the
+    1-bests of up to that many later utterances are read too, after the hypothesis (masked LMs only), each side cut
+    to ``tokens``."""
 
     utterances: int = 5
     tokens: int = 256
     source: str = "first_pass"
     group: str | None = None
+    following: int = 0
 
     @classmethod
     def of(cls, options: Mapping[str, Any] | None) -> "Context | None":
@@ -52,7 +57,7 @@ class Context:
 
     @property
     def signature(self) -> str:
-        return f"{self.utterances}/{self.tokens}/{self.source}"
+        return f"{self.utterances}/{self.tokens}/{self.source}" + (f"/+{self.following}" if self.following else "")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,8 +65,9 @@ class Context:
 
 def groups(nbest: NBest, pattern: str | None = None) -> list[str]:
     """The recording (or document) of each utterance: from ``pattern`` (first group, else the whole match, of a
-    search in the id), else the format's own: one document for translation and HyPoradise lists, else the id
-    without its last ``-``/``_`` field (``spk-chapter`` of LibriSpeech's ``spk-chapter-utt``)."""
+    search in the id), else the format's own (for canonical JSONL, the format it was converted from): one document
+    for translation and HyPoradise lists, else the id without its last ``-``/``_`` field (``spk-chapter`` of
+    LibriSpeech's ``spk-chapter-utt``)."""
     if pattern is not None:
         regex = re.compile(pattern)
         found = []
@@ -72,7 +78,7 @@ def groups(nbest: NBest, pattern: str | None = None) -> list[str]:
                                   f"utterance id {utt.id!r}")
             found.append(match.group(1) if regex.groups else match.group(0))
         return found
-    if nbest.fmt in ORDERED:
+    if native_format(nbest) in ORDERED:
         return [""] * len(nbest)
     found = [re.split(r"[-_](?=[^-_]*$)", utt.id)[0] if re.search(r"[-_]", utt.id) else None for utt in nbest]
     loose = next((utt for utt, group in zip(nbest, found) if group is None), None)
@@ -93,22 +99,29 @@ def previous(texts: Sequence[str], owners: Sequence[str], count: int) -> list[li
     return out
 
 
-def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str]) -> list[str]:
+def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str],
+             count: int | None = None) -> list[str]:
     """The context of each utterance of ``nbest``: its ``context.source`` texts (input 1-bests or references) of
-    up to ``context.utterances`` earlier utterances of its recording, each normalised, joined by spaces; empty for
-    the first utterance of a recording."""
+    up to ``count`` (default ``context.utterances``) earlier utterances of its recording, each normalised, joined
+    by spaces; empty for the first utterance of a recording. A negative ``count`` reads that many later ones."""
     if context.source == "reference" and not nbest.has_refs:
         raise ConfigError(f"{nbest.source}: context.source=reference needs references for every utterance")
     sources = nbest.refs() if context.source == "reference" else nbest.select([0] * len(nbest))
-    before = previous([normalise(text) for text in sources], groups(nbest, context.group), context.utterances)
-    return [" ".join(text for text in texts if text) for texts in before]
+    texts, owners = [normalise(text) for text in sources], groups(nbest, context.group)
+    count = context.utterances if count is None else count
+    if count >= 0:
+        found = previous(texts, owners, count)
+    else:  # the later ones, nearest first: the earlier ones of the reversed list, reversed
+        found = [after[::-1] for after in previous(texts[::-1], owners[::-1], -count)][::-1]
+    return [" ".join(text for text in near if text) for near in found]
 
 
-def conditional(context: str, text: str) -> str:
-    """``text`` after ``context``, as a scorer with context reads it (a text may not hold the separator)."""
+def conditional(context: str, text: str, following: str = "") -> str:
+    """``text`` after ``context`` (and before ``following``), as a scorer with context reads it (a text may not
+    hold the separator)."""
     if SEPARATOR in text:
         raise ConfigError(f"text {text[:60]!r} holds the character U+E000, which marks where a context ends")
-    return context + SEPARATOR + text
+    return context + SEPARATOR + text + (SEPARATOR + following if following else "")
 
 
 def scored_texts(nbest: NBest, context: Context | None, normalise: Callable[[str], str],
@@ -121,11 +134,12 @@ def scored_texts(nbest: NBest, context: Context | None, normalise: Callable[[str
     if context is None:
         return normalised
     before = contexts(nbest, context, normalise)
+    after = contexts(nbest, context, normalise, -context.following) if context.following else [""] * len(nbest)
     owners = (u for u, utt in enumerate(nbest) for _ in utt.hyps) if chosen is None else range(len(texts))
-    return [conditional(before[u], text) for u, text in zip(owners, normalised)]
+    return [conditional(before[u], text, after[u]) for u, text in zip(owners, normalised)]
 
 
-def split(text: str) -> tuple[str, str]:
-    """(context, hypothesis) of a conditional text; a plain text has an empty context."""
-    context, _, hypothesis = text.rpartition(SEPARATOR)
-    return context, hypothesis
+def split(text: str) -> tuple[str, str, str]:
+    """(context before, hypothesis, context after) of a conditional text; a plain text has empty contexts."""
+    parts = text.split(SEPARATOR)
+    return ("", text, "") if len(parts) == 1 else (parts[0], parts[1], SEPARATOR.join(parts[2:]))

@@ -27,7 +27,8 @@ LAYERS = [
     ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
-    ("io", "context"),         # formats; which recording each utterance belongs to, and what was said before it
+    ("context",),              # which recording each utterance belongs to (by its format), what was said around it
+    ("io",),                   # formats
     ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version"),

@@ -90,6 +90,9 @@ def test_recordings_come_from_ids_a_regex_or_the_order_of_a_translation_list():
     moses = nbest.with_utterances(list(nbest))
     object.__setattr__(moses, "fmt", "moses")
     assert groups(moses) == [""] * len(nbest)
+    converted = nbest.with_utterances([rescorer.Utterance(str(i), u.hyps, u.ref) for i, u in enumerate(nbest)])
+    object.__setattr__(converted, "meta", {"native_fmt": "moses"})  # canonical JSONL converted from Moses
+    assert groups(converted) == [""] * len(nbest)
     with pytest.raises(ConfigError, match=r"context.group='\^x' does not match utterance id '1089-134686-0000'"):
         groups(nbest, "^x")
     loose = nbest.with_utterances([rescorer.Utterance("utt7", u.hyps, u.ref) for u in nbest][:1])
@@ -188,16 +191,18 @@ def test_shared_prefixes_score_as_every_row_in_full_and_read_fewer_tokens(tiny_m
     assert pools[0].length.sum() < 0.8 * pools[1].length.sum()  # fewer model tokens for the same scores
 
 
-def naive_pll(scorer, context: str, hypothesis: str) -> float:
-    """PLL (word_l2r) of the hypothesis's tokens in ``[CLS] context hypothesis [SEP]``, masking by hand: each token
-    and the rest of its word hidden, the context always visible."""
+def naive_pll(scorer, context: str, hypothesis: str, following: str = "") -> float:
+    """PLL (word_l2r) of the hypothesis's tokens in ``[CLS] context hypothesis following [SEP]``, masking by hand:
+    each token and the rest of its word hidden, the contexts always visible."""
     adapter = adapter_of(scorer)
     tokenizer, model = adapter.tokenizer, adapter.model
-    joined = f"{context} {hypothesis}" if context and hypothesis else context or hypothesis
+    joined = " ".join(part for part in (context, hypothesis, following) if part)
+    begin = len(context) + 1 if context else 0
     encoded = tokenizer(joined, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids, words = encoded["input_ids"], encoded.word_ids()
-    scored = [p for p, (special, (_, end)) in enumerate(zip(encoded["special_tokens_mask"], encoded["offset_mapping"]))
-              if not special and end > len(context)]
+    scored = [p for p, (special, (start, end)) in enumerate(zip(encoded["special_tokens_mask"],
+                                                                 encoded["offset_mapping"]))
+              if not special and start >= begin and end <= begin + len(hypothesis) and hypothesis]
     total = 0.0
     for p in scored:
         copy = list(ids)
@@ -221,6 +226,32 @@ def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(tiny_
     alone = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", store=None, progress=False)
     assert scorer.compute([conditional("", "STUFF IT INTO YOU")], normalise=False).totals[0] == pytest.approx(
         alone.score(["STUFF IT INTO YOU"])[0], abs=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+def test_pll_reads_the_following_utterances_to_the_right_as_a_naive_masked_loop(tiny_models, arch):
+    scorer = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r",
+                                  context={"utterances": 2, "following": 1}, store=None, progress=False)
+    triples = [(c, h, f) for (c, h), (_, f) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])] + [("", "TURNIPS", "")]
+    scored = scorer.compute([conditional(c, h, f) for c, h, f in triples], normalise=False)
+    for (context, hypothesis, following), total in zip(triples, scored.totals):
+        expected = naive_pll(scorer, context, hypothesis, following) if hypothesis else float("-inf")
+        assert total == pytest.approx(expected, abs=1e-4)
+    assert abs(scored.totals[0] - naive_pll(scorer, *PAIRS[0])) > 1e-4  # the right side is read (noise: < 1e-5)
+
+
+def test_the_following_utterances_are_the_1_bests_after_each_in_its_recording():
+    nbest = demo("test_clean", every=10)
+    after = contexts(nbest, Context(utterances=1), str.lower, -2)
+    for i, utt in enumerate(nbest):  # a hand count: the two utterances after it in the list, same chapter
+        same = [u for u in list(nbest)[i + 1 :] if u.id.rsplit("-", 1)[0] == utt.id.rsplit("-", 1)[0]][:2]
+        assert after[i] == " ".join(u.hyps[0].text.lower() for u in same if u.hyps[0].text)
+    assert Context(following=2).signature == "5/256/first_pass/+2" and Context().signature == "5/256/first_pass"
+
+
+def test_a_causal_scorer_refuses_the_utterances_after_the_hypothesis(tiny_models):
+    with pytest.raises(ConfigError, match="context.following=1: a ll scorer reads only what comes before"):
+        rescorer.load_scorer("ll", str(tiny_models["gpt2"]), context={"following": 1}, store=None)
 
 
 @needs_minilm

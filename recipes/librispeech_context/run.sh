@@ -6,20 +6,25 @@
 #   stage 3 tune     each system's weights tuned on dev_other (search=$search), applied unchanged to test_clean
 #   stage 4 report   ESPnet alone, + each column, + student + LL with context, oracle → $exp/results.md
 # Each finished stage leaves $exp/.done.<stage> (its seconds); a rerun skips it (delete the marker to redo it).
-# With --every K > 1 the context is the previous utterances that were kept (every K-th of the chapter).
+# With --every K > 1 the context is the previous utterances that were kept (every K-th of the chapter). --first N keeps
+# the first N utterances of each set instead: whole chapters in order, so each keeps the context of the full run (and
+# its scores, with --store pointing at the full run's store).
 here=$(cd "$(dirname "$0")" && pwd)
 root=${RESCORER_DATA:-$here/../../../shared/data}/librispeech-espnet-30best
 exp=$here/../../exp/recipes/librispeech_context
 every=1
+first=
 top=10
 contexts="1 3 5 10"
 search=fast
-usage="[--every K] [--top K] [--contexts \"1 3 5 10\"] [--search fast|robust|grid]"
+usage="[--every K | --first N] [--top K] [--contexts \"1 3 5 10\"] [--search fast|robust|grid]"
 recipe_option() {
-  case $1 in --every) every=$2 ;; --top) top=$2 ;; --contexts) contexts=$2 ;; --search) search=$2 ;; *) return 1 ;; esac
+  case $1 in --every) every=$2 ;; --first) first=$2 ;; --top) top=$2 ;; --contexts) contexts=$2 ;; --search) search=$2 ;; *) return 1 ;; esac
 }
 source "$here/../stages.sh"
 common=(--config-dir "$here/../librispeech_espnet/conf" "${common[@]}")
+subset=("+data.sets.dev_other.every=$every" "+data.sets.test_clean.every=$every")
+if [ -n "$first" ]; then subset+=("+data.sets.dev_other.stop=$first" "+data.sets.test_clean.stop=$first"); fi
 
 lms=(ll student)
 shipped=(ll student)
@@ -46,7 +51,7 @@ tune() {
 }
 
 run_stage 1 convert "$rescorer" "${common[@]}" task=score data=librispeech 'scorer=[]' data.sets.dev_clean=null \
-  "data.root=$root" "+data.sets.dev_other.every=$every" "+data.sets.test_clean.every=$every" \
+  "data.root=$root" "${subset[@]}" \
   "+data.sets.dev_other.top=$top" "+data.sets.test_clean.top=$top" "out_dir=$exp/converted"
 run_stage 2 score "$rescorer" "${common[@]}" task=score data=converted "data.root=$exp/converted" \
   "scorer=$scorers" "${extra[@]}" "out_dir=$exp/scored"

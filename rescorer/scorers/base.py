@@ -12,6 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..context import Context
+from ..errors import ConfigError
 from ..normalise import Normaliser
 from ..version import TOOL, signature
 from .rows import RowPool
@@ -98,6 +100,17 @@ class Scorer(ABC):
         self.place(self.model)
         self.model_tag = f"{model}@{'in-memory' if loaded else fingerprint(fingerprint_of or str(model), self.model)}"
         self.dtype_name = str(self.dtype).removeprefix("torch.")
+
+    def read_context(self, options: Any, model: str, following: bool = False) -> None:
+        """Take the ``context`` option of a scorer of ``model`` that reads each text after its context (and, where
+        ``following``, before the utterances after it): a fast tokenizer tells the context's tokens apart."""
+        self.context, self.contexts_cut = Context.of(options), 0  # contexts cut further to fit the positions
+        if self.context is not None and not self.tokenizer.is_fast:
+            raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
+                              "from the hypothesis's")
+        if self.context is not None and self.context.following and not following:
+            raise ConfigError(f"context.following={self.context.following}: a {self.kind} scorer reads only what "
+                              "comes before the hypothesis (following is for pll; use 0)")
 
     def place(self, model: Any) -> Any:
         """``model`` on the scorer's device; with ``compile``, each of its layers ``torch.compile``d."""

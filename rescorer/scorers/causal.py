@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..context import Context, split
+from ..context import split
 from ..errors import ConfigError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .prefix import ancestors, forest_pool, plant
@@ -60,11 +60,8 @@ class CausalLMScorer(Scorer):
         self.width = max(2, window or model_positions(self.model, self.tokenizer))
         self.stride = max(1, min(stride or self.width // 2, self.width - 1))
         self.window_given = {k: v for k, v in (("window", window), ("stride", stride)) if v}
-        self.context, self.share_prefixes = Context.of(context), share_prefixes
-        if self.context is not None and not self.tokenizer.is_fast:
-            raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
-                              "from the hypothesis's")
-        self.contexts_cut = 0  # contexts cut further than context.tokens to fit the model's positions
+        self.share_prefixes = share_prefixes
+        self.read_context(context, model)
 
     @property
     def signature(self) -> str:
@@ -93,7 +90,7 @@ class CausalLMScorer(Scorer):
         tail = [self.tokenizer.eos_token_id] if self.score_eos else []
         out, prefix = Conditional(), []
         for i in range(0, len(texts), TOKENIZE_CHUNK):
-            parts = [split(t) for t in texts[i : i + TOKENIZE_CHUNK]]
+            parts = [split(t)[:2] for t in texts[i : i + TOKENIZE_CHUNK]]
             joined = [f"{c} {h}" if c and h else c or h for c, h in parts]
             encoded = self.tokenizer(joined, add_special_tokens=False, return_offsets_mapping=True)
             for (context, _), ids, offsets in zip(parts, encoded["input_ids"], encoded["offset_mapping"]):

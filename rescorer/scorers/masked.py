@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..context import Context, split
+from ..context import split
 from ..errors import ConfigError, UnknownNameError
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context, token_bytes
 from .encoder_at import EncoderAt
@@ -70,9 +70,10 @@ def mask_spans(words: Sequence[int], variant: str) -> tuple[np.ndarray, np.ndarr
 
 class MaskedLMScorer(Scorer):
     """PLL of any Hugging Face masked LM; ``variant`` in original | word_l2r | whole_word | sentence_l2r.
-    ``context`` (:class:`~rescorer.context.Context` options): texts are ``context + SEPARATOR + hypothesis``; only
-    the hypothesis's tokens are masked and scored, the context (its last ``context.tokens`` tokens, fewer where
-    the model's positions would not hold them) stays visible to the left."""
+    ``context`` (:class:`~rescorer.context.Context` options): texts are ``context + SEPARATOR + hypothesis`` (and
+    ``+ SEPARATOR + following``); only the hypothesis's tokens are masked and scored, the context (its last
+    ``context.tokens`` tokens, fewer where the model's positions would not hold them) stays visible to the left,
+    the following utterances (their first ``context.tokens``, then what still fits) to the right."""
 
     kind = "pll"
     default_budget = 1024
@@ -103,11 +104,7 @@ class MaskedLMScorer(Scorer):
         self.positions_limit, self.window_given = window or model_positions(self.model, self.tokenizer), bool(window)
         self.head = HEADS.get(type(self.model).__name__) if head_at_mask else None
         self.encoder_at = EncoderAt(self.model.base_model, fast=last_layer_at_mask) if self.head is not None else None
-        self.context = Context.of(context)
-        if self.context is not None and not self.tokenizer.is_fast:
-            raise ConfigError(f"model {model!r}: context needs a fast tokenizer (tokenizer.json), to tell its tokens "
-                              "from the hypothesis's")
-        self.contexts_cut = 0  # contexts cut further than context.tokens to fit the model's positions
+        self.read_context(context, model, following=True)
 
     @property
     def signature(self) -> str:
@@ -124,16 +121,17 @@ class MaskedLMScorer(Scorer):
         offsets = self.words == "whitespace" or self.context is not None
         out: list[MaskedSentence] = []
         for i in range(0, len(texts), TOKENIZE_CHUNK):
-            parts = [split(t) if self.context else ("", t) for t in texts[i : i + TOKENIZE_CHUNK]]
-            chunk = [f"{c} {h}" if c and h else c or h for c, h in parts]
+            parts = [split(t) if self.context else ("", t, "") for t in texts[i : i + TOKENIZE_CHUNK]]
+            chunk = [" ".join(part for part in text if part) for text in parts]
+            spans = [(len(c) + bool(c and h), len(c) + bool(c and h) + len(h)) for c, h, _ in parts]
             enc = self.tokenizer(chunk, return_special_tokens_mask=True, return_offsets_mapping=offsets)
-            out += [self.sentence(text, enc, b, len(context))
-                    for b, (text, (context, _)) in enumerate(zip(chunk, parts))]
+            out += [self.sentence(text, enc, b, span if self.context else None)
+                    for b, (text, span) in enumerate(zip(chunk, spans))]
         return out
 
-    def sentence(self, text: str, enc: Any, b: int, context: int = 0) -> MaskedSentence:
-        """Text ``b`` of a batch encoding ``enc`` as its masked copies; with a context (its first ``context``
-        characters), only the tokens after it are scored, and the context keeps what fits."""
+    def sentence(self, text: str, enc: Any, b: int, span: tuple[int, int] | None = None) -> MaskedSentence:
+        """Text ``b`` of a batch encoding ``enc`` as its masked copies; with a context, only the tokens inside
+        ``span`` (the hypothesis's characters) are scored, and the context on each side keeps what fits."""
         ids = np.asarray(enc["input_ids"][b], dtype=np.int64)
         positions = np.flatnonzero(np.asarray(enc["special_tokens_mask"][b]) == 0)
         if self.words == "whitespace":
@@ -143,14 +141,20 @@ class MaskedLMScorer(Scorer):
         else:
             word_ids = enc.word_ids(b)
             words = np.asarray([word_ids[p] for p in positions], dtype=np.int64)
-        if context:
-            scored = np.asarray([enc["offset_mapping"][b][p][1] > context for p in positions], dtype=bool)
-            given, positions, words = positions[~scored], positions[scored], words[scored]
-            room = max(self.positions_limit - (len(ids) - len(given)), 0)
-            keep = min(len(given), self.context.tokens, room)
-            self.contexts_cut += keep < min(len(given), self.context.tokens)
-            ids = np.delete(ids, given[: len(given) - keep])  # the context's first tokens go: it is cut from the left
-            positions = positions - (len(given) - keep)
+        if span is not None:
+            start, end = (np.asarray([enc["offset_mapping"][b][p][k] for p in positions], dtype=np.int64).reshape(-1)
+                          for k in (0, 1))
+            before, after = positions[end <= span[0]], positions[(start >= span[1]) & (end > span[0])]
+            scored = (end > span[0]) & (start < span[1])
+            positions, words = positions[scored], words[scored]
+            room = max(self.positions_limit - (len(ids) - len(before) - len(after)), 0)
+            left = min(len(before), self.context.tokens, room)
+            right = min(len(after), self.context.tokens, room - left)
+            self.contexts_cut += (left < min(len(before), self.context.tokens)
+                                  or right < min(len(after), self.context.tokens))
+            # the context before loses its first tokens, the one after its last
+            ids = np.delete(ids, np.concatenate((before[: len(before) - left], after[right:])))
+            positions = positions - (len(before) - left)
         return self.copies(ids, positions, words)
 
     def copies(self, ids: np.ndarray, positions: np.ndarray, words: Sequence[int]) -> MaskedSentence:
