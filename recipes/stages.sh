@@ -1,5 +1,5 @@
 # Sourced by recipes/*/run.sh: options shared by every recipe and stages with done-markers.
-#   --exp DIR          where everything goes (score store, stage outputs, results.md)
+#   --exp DIR          where everything goes (score store, stage outputs, logs/STAGE.log, results.md)
 #   --stage N          first stage to run;  --stop-stage N: last one
 #   --store FILE       the SQLite score store (default EXP/store.sqlite; share one to reuse scores across runs)
 #   --device D         auto | cpu | cuda
@@ -37,8 +37,8 @@ run_stage() {  # run_stage N NAME COMMAND...: skipped before --stage, after --st
   if [ -e "$exp/.done.$name" ]; then echo "stage $n ($name): done already"; return; fi
   echo "stage $n ($name)"
   local start=$SECONDS
-  "$@"
-  mkdir -p "$exp"
+  mkdir -p "$exp/logs"
+  "$@" 2>&1 | tee -a "$exp/logs/$name.log"
   echo "$((SECONDS - start))" > "$exp/.done.$name"
   echo "stage $n ($name): $((SECONDS - start)) s"
 }

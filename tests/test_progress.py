@@ -27,11 +27,12 @@ def run(kind: str, seconds_per_step: float, steps: int, enabled=None) -> list[st
     return stream.getvalue().splitlines()
 
 
-def test_a_long_run_states_its_size_and_estimate_once_and_suggests_the_student():
+def test_a_long_run_states_its_size_and_estimate_once_suggests_the_student_and_says_what_it_took():
     lines = run("pll", 1.0, 1000)   # 1,000 s in all
     estimates = [line for line in lines if "model rows" in line]
     assert estimates == ["rescorer: scoring 900 texts with pll (100 already in the store): 10,000 model rows, "
                          "about 16 min 40 s in all; for a faster run try scorer=[student] (the one-pass student)"]
+    assert lines[-1] == "rescorer: pll: 800 texts scored in 16 min 40 s, 0.8 texts/s (10,000 rows)"
 
 
 def test_off_a_terminal_a_plain_line_comes_every_ten_seconds():

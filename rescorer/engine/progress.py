@@ -1,7 +1,7 @@
 """Progress of a scoring run: a bar on a terminal; elsewhere a plain line every ``every`` seconds; and, once a
 short probe has run, one line with what is being scored and how long it will take (with a faster scorer to try
-when that is long). Time is measured in padded tokens, as batches are made: rows run longest first, so rows per
-second early on would overstate the wait."""
+when that is long), and at its end what it took. Time is measured in padded tokens, as batches are made: rows run
+longest first, so rows per second early on would overstate the wait."""
 from __future__ import annotations
 
 import sys
@@ -41,7 +41,7 @@ class Progress:
                         file=self.stream)
         self.start = self.last = clock()
         self.rows_done = self.tokens_done = 0
-        self.estimated = False
+        self.estimated = self.announced = False
 
     def update(self, rows: int, tokens: int) -> None:
         self.rows_done += rows
@@ -67,6 +67,7 @@ class Progress:
         total = now - self.start + self.left(now)
         if total < SHOW_ABOVE:
             return
+        self.announced = True
         hint = (f"; for a faster run try scorer=[{FAST_KIND}] (the one-pass student)"
                 if total > LONG and self.kind != FAST_KIND else "")
         self.say(f"scoring {self.texts:,} texts with {self.kind} ({self.cached:,} already in the store): "
@@ -77,4 +78,10 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
+        """Close the bar; after a run long enough to have had its estimate line, one line of what it took."""
         self.bar.close()
+        if self.announced:
+            took = self.clock() - self.start
+            scored = self.texts - self.cached
+            self.say(f"{self.kind}: {scored:,} texts scored in {duration(took)}, {scored / max(took, 1e-9):.1f} "
+                     f"texts/s ({self.rows_done:,} rows)")
