@@ -3,6 +3,7 @@ LL of only the hypothesis's tokens (checked against a direct forward pass over t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -81,6 +82,16 @@ def test_a_context_longer_than_the_model_reads_is_cut_from_the_left(tiny_models)
     total = scorer.compute([conditional(context, hypothesis)], normalise=False).totals[0]
     assert total == pytest.approx(naive(scorer, context, hypothesis, keep=24 - 2 - alone), abs=1e-4)
     assert adapter_of(scorer).contexts_cut == 1
+    assert adapter_of(scorer).contexts_cut_in([conditional(context, hypothesis)] * 2) == 1  # counted again, once
+
+
+def test_the_report_counts_cut_contexts_alike_when_the_scores_come_from_the_store(tiny_models, tmp_path):
+    dev = demo("dev_other", every=10)
+    scorers = {"ll_ctx": {"kind": "ll", "model": str(tiny_models["gpt2"]), "window": 48,
+                          "context": {"utterances": 3}}}
+    engine = {"store": str(tmp_path / "s.sqlite"), "progress": False}
+    notes = [rescorer.rescore(dev=dev, scorers=scorers, bootstrap=10, engine=engine).report.notes for _ in "ab"]
+    assert notes[0] == notes[1] and re.search(r"; [1-9]\d* contexts were cut further", notes[0][-1])
 
 
 def test_recordings_come_from_ids_a_regex_or_the_order_of_a_translation_list():

@@ -181,7 +181,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
     report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
-    report.halves, report.notes, report.warnings = study, notes + context_notes(scorers), warnings
+    report.halves, report.notes, report.warnings = study, notes + context_notes(scorers, sets), warnings
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
     return finish(report, applied, metric, tuned, target, title, result)
 
@@ -204,7 +204,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
                     scorers={column: scorer.signature for column, scorer in scorers.items()},
                     signature=signature(metric, tuned.base, tuned.columns, tuned.weights, tuned.search),
                     sets={name: a.entry for name, a in applied.items()},
-                    penalties={c.name: c.penalty for c in tuned.columns}, notes=context_notes(scorers))
+                    penalties={c.name: c.penalty for c in tuned.columns}, notes=context_notes(scorers, sets))
     title = f"{data}: re-ranked with {weights_text(tuned.weights)} (from {source or 'a tuned rescorer'})"
     return finish(report, applied, metric, tuned, target, title, None)
 

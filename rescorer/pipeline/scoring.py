@@ -66,15 +66,17 @@ def check_contexts(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
             contexts(nbest, scorer.context, scorer.adapter.normaliser)
 
 
-def context_notes(scorers: Mapping[str, BoundScorer]) -> list[str]:
-    """What the report says of each scorer's context: its settings, and contexts cut to fit the model."""
+def context_notes(scorers: Mapping[str, BoundScorer], sets: Mapping[str, NBest]) -> list[str]:
+    """What the report says of each scorer's context: its settings, and how many of the texts of ``sets`` had their
+    context cut to fit the model."""
     notes = []
     for name, scorer in scorers.items():
         context = scorer.context
         if context is not None:
-            cut = getattr(scorer.adapter, "contexts_cut", 0)
+            cut = scorer.adapter.contexts_cut_in([t for nbest in sets.values() for t in scored_texts(nbest, scorer)])
+            after = f" and {context.following} later ones" if context.following else ""
             notes.append(f"{name} reads each hypothesis after the {context.source} 1-bests of up to "
-                         f"{context.utterances} earlier utterances of its recording (at most {context.tokens} "
-                         "tokens)" + (f"; {cut} contexts were cut further, from the left, to fit the model's "
-                                      f"{scorer.adapter.width} positions" if cut else ""))
+                         f"{context.utterances} earlier utterances{after} of its recording (at most {context.tokens} "
+                         "tokens)" + (f"; {cut} contexts were cut further to fit the model's positions"
+                                      if cut else ""))
     return notes

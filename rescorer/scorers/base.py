@@ -112,6 +112,13 @@ class Scorer(ABC):
             raise ConfigError(f"context.following={self.context.following}: a {self.kind} scorer reads only what "
                               "comes before the hypothesis (following is for pll; use 0)")
 
+    def contexts_cut_in(self, texts: Sequence[str]) -> int:
+        """How many of the distinct ``texts`` have their context cut further than ``context.tokens``, to fit the
+        model's positions (whatever the store already holds: they are prepared again, not scored)."""
+        before = self.contexts_cut
+        self.prepare_all(list(dict.fromkeys(texts)))
+        return self.contexts_cut - before
+
     def place(self, model: Any) -> Any:
         """``model`` on the scorer's device; with ``compile``, each of its layers ``torch.compile``d."""
         import torch
