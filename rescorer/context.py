@@ -17,7 +17,7 @@ from .options import Option, checked
 from .types import NBest
 
 SEPARATOR = "\ue000"  # a private-use character: no text holds it, and no normalisation touches it
-SOURCES = ("first_pass", "reference")
+SOURCES = ("first_pass", "rescored", "reference")
 # Formats whose lists are one document in order (translation, HyPoradise): the position is the line.
 ORDERED = frozenset({"fairseq", "moses", "marian", "sockeye", "hyporadise", "mlm-scoring"})
 OPTIONS = {"utterances": Option("integer", low=1), "tokens": Option("integer", low=1),
@@ -28,7 +28,8 @@ OPTIONS = {"utterances": Option("integer", low=1), "tokens": Option("integer", l
 class Context:
     """A scorer's context: the 1-bests of up to ``utterances`` previous utterances of the same recording or
     document, cut to the last ``tokens`` tokens, taken from ``source`` (``first_pass``: the input 1-bests;
-    ``reference``: the references, for analysis only, never for tuning). ``group`` is a regex whose first group
+    ``rescored``: the re-ranked 1-bests, each recording re-ranked in order; ``reference``: the references, for
+    analysis only, never for tuning). ``group`` is a regex whose first group
     (or whole match) in an utterance id names its recording; None: the format's own grouping. ``following``: the
     1-bests of up to that many later utterances are read too, after the hypothesis (masked LMs only), each side cut
     to ``tokens``."""
@@ -53,6 +54,9 @@ class Context:
                 re.compile(options["group"])
             except re.error as err:
                 raise ConfigError(f"context.group={options['group']!r} is not a regular expression: {err}") from None
+        if options.get("source") == "rescored" and options.get("following"):
+            raise ConfigError("context.source=rescored reads the utterances before, already re-ranked; it cannot "
+                              "read the following ones (use following: 0, or source: first_pass)")
         return cls(**options)
 
     @property
@@ -99,14 +103,18 @@ def previous(texts: Sequence[str], owners: Sequence[str], count: int) -> list[li
     return out
 
 
-def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str],
-             count: int | None = None) -> list[str]:
-    """The context of each utterance of ``nbest``: its ``context.source`` texts (input 1-bests or references) of
-    up to ``count`` (default ``context.utterances``) earlier utterances of its recording, each normalised, joined
-    by spaces; empty for the first utterance of a recording. A negative ``count`` reads that many later ones."""
+def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str], count: int | None = None,
+             firsts: Sequence[str] | None = None) -> list[str]:
+    """The context of each utterance of ``nbest``: its ``context.source`` texts (input 1-bests, the re-ranked
+    ``firsts`` where given, or references) of up to ``count`` (default ``context.utterances``) earlier utterances
+    of its recording, each normalised, joined by spaces; empty for the first utterance of a recording. A negative
+    ``count`` reads that many later ones."""
     if context.source == "reference" and not nbest.has_refs:
         raise ConfigError(f"{nbest.source}: context.source=reference needs references for every utterance")
-    sources = nbest.refs() if context.source == "reference" else nbest.select([0] * len(nbest))
+    if context.source == "reference":
+        sources = nbest.refs()
+    else:
+        sources = firsts if context.source == "rescored" and firsts is not None else nbest.select([0] * len(nbest))
     texts, owners = [normalise(text) for text in sources], groups(nbest, context.group)
     count = context.utterances if count is None else count
     if count >= 0:
@@ -125,15 +133,16 @@ def conditional(context: str, text: str, following: str = "") -> str:
 
 
 def scored_texts(nbest: NBest, context: Context | None, normalise: Callable[[str], str],
-                 chosen: Sequence[str] | None = None) -> list[str]:
+                 chosen: Sequence[str] | None = None, firsts: Sequence[str] | None = None) -> list[str]:
     """What a scorer with ``context`` (None: none) scores for every hypothesis of ``nbest`` (``texts()`` order), or
     for ``chosen`` (one text per utterance): each normalised, after its utterance's context where there is one
-    (the contexts come from ``nbest`` as read, whatever was chosen)."""
+    (from ``nbest`` as read, whatever was chosen; a ``rescored`` context from the re-ranked 1-bests ``firsts``,
+    the input's until they are known)."""
     texts = nbest.texts() if chosen is None else list(chosen)
     normalised = [normalise(text) for text in texts]
     if context is None:
         return normalised
-    before = contexts(nbest, context, normalise)
+    before = contexts(nbest, context, normalise, firsts=firsts)
     after = contexts(nbest, context, normalise, -context.following) if context.following else [""] * len(nbest)
     owners = (u for u, utt in enumerate(nbest) for _ in utt.hyps) if chosen is None else range(len(texts))
     return [conditional(before[u], text, after[u]) for u, text in zip(owners, normalised)]

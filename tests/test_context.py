@@ -155,6 +155,37 @@ def test_rescoring_with_a_context_column_beside_the_plain_one(tiny_models, tmp_p
                          engine={"store": None, "progress": False})
 
 
+def test_rescored_context_reranks_each_recording_in_order_as_a_naive_loop(tiny_models, tmp_path):
+    dev, test = demo("dev_other", every=10), demo("test_clean", every=10)
+    spec = {"kind": "ll", "model": str(tiny_models["gpt2"]), "context": {"utterances": 2, "source": "rescored"}}
+    result = rescorer.rescore(dev=dev, sets={"test": test}, scorers={"ll_ctx": spec}, bootstrap=20,
+                              columns={"ll_ctx": {"range": [1, 1], "step": 0.1, "penalty": "none"}},
+                              engine={"store": str(tmp_path / "s.sqlite"), "progress": False})
+    scorer = rescorer.load_scorer(**spec, store=None, progress=False)
+    norm = adapter_of(scorer).normaliser
+    chosen: list[str] = []  # the naive loop: utterance by utterance, each after the 1-bests chosen before it
+    for u, (utt, group) in enumerate(zip(test, groups(test))):
+        before = [chosen[v] for v in range(u) if groups(test)[v] == group][-2:]
+        context = " ".join(norm(text) for text in before if norm(text))
+        lm = scorer.compute([conditional(context, norm(h.text)) for h in utt.hyps], normalise=False).totals
+        totals = [h.scores["score"] + value for h, value in zip(utt.hyps, lm)]
+        chosen.append(utt.hyps[int(np.argmax(totals))].text)
+        column = {h.text: h.scores["ll_ctx"] for h in result.nbests["test"].utterances[u].hyps}
+        assert [column[h.text] for h in utt.hyps] == pytest.approx(lm, abs=1e-5)  # scored after those 1-bests
+    rescored = result.nbests["test"]
+    assert [utt.hyps[0].text for utt in rescored] == chosen
+    first_pass = [utt.hyps[0].text for utt in test]
+    assert chosen != first_pass  # some contexts differ from the input 1-bests: the order mattered
+    assert any("re-ranked in order" in note for note in result.report.notes)
+    applied = rescorer.apply(test, result.tuned, engine={"store": str(tmp_path / "s.sqlite"), "progress": False},
+                             bootstrap=20)
+    assert [utt.hyps[0].text for utt in applied.nbests["test"]] == chosen
+    with pytest.raises(ConfigError, match="that needs weights, so use task=rescore or task=apply"):
+        rescorer.pipeline.scoring.check_contexts({"test": test}, {"ll_ctx": scorer}, tuning=False)  # task=score
+    with pytest.raises(ConfigError, match="context.source=rescored reads the utterances before"):
+        rescorer.load_scorer("ll", str(tiny_models["gpt2"]), context={"source": "rescored", "following": 1})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("override, words", [
     ("scorer.ll_ctx.context.utterance=3", "unknown scorer.ll_ctx.context key 'utterance', did you mean 'utterances'"),

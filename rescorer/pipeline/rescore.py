@@ -58,14 +58,37 @@ def default_columns(scorers: Sequence[str]) -> list[Column]:
 
 
 def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, columns: Sequence[Column],
-            metric: Metric) -> ScoredSet:
+            metric: Metric, firsts: Sequence[str] | None = None, kept: ScoredSet | None = None) -> ScoredSet:
     """Score ``nbest`` with every LM and gather what tuning and applying need (metric statistics only for a list
-    with references)."""
-    scored, scores = score_nbest(nbest, scorers)
+    with references). Given a ``kept`` set, only the LMs whose context reads the re-ranked 1-bests ``firsts``
+    score again."""
+    again = {name for name, scorer in scorers.items() if scorer.context and scorer.context.source == "rescored"}
+    scored, scores = score_nbest(nbest, scorers, firsts, kept and {n: s for n, s in kept.scores.items()
+                                                                   if n not in again})
     token_counts = {name: [len(t) for t in s.tokens] for name, s in scores.items()}
     values = {name: np.asarray(s.totals, dtype=float) for name, s in scores.items()}
-    stats = NBestStats.compute(scored, metric) if any(u.ref is not None for u in nbest) else None
+    stats = kept.stats if kept else (NBestStats.compute(scored, metric) if any(u.ref is not None for u in nbest)
+                                     else None)
     return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values), stats)
+
+
+def in_order(nbest: NBest, prepared: ScoredSet, scorers: Mapping[str, BoundScorer], base: Column,
+             columns: Sequence[Column], metric: Metric, weights: np.ndarray) -> ScoredSet:
+    """``prepared`` (contexts from the input 1-bests) re-ranked recording by recording in order under ``weights``,
+    for LMs whose context reads the re-ranked 1-bests: each utterance is scored after the 1-bests already chosen
+    before it. Found as the fixed point of re-ranking and re-scoring, which is that order's result: the first
+    utterance of each recording is settled by the first pass, the next by the second, and so on; the store keeps
+    what earlier passes scored."""
+    if not any(scorer.context and scorer.context.source == "rescored" for scorer in scorers.values()):
+        return prepared
+    firsts = nbest.select([0] * len(nbest))
+    for _ in range(len(nbest) + 1):
+        chosen = prepared.nbest.select(best_ranks(prepared.features, weights))
+        if chosen == firsts:
+            return prepared
+        firsts = chosen
+        prepared = prepare(nbest, scorers, base, columns, metric, firsts, prepared)
+    raise AssertionError("re-ranking in order did not settle")  # each pass settles at least one more utterance
 
 
 def search_rule(search: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -175,11 +198,13 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     for warning in warnings:
         print(f"rescorer: warning: {warning}", file=sys.stderr)
     weights = np.array([result.weights[c.name] for c in columns])
+    study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
+                        {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
+    prepared = {name: in_order(sets[name], scored, scorers, base, columns, metric, weights)
+                for name, scored in prepared.items()}
     tuned = Tuned.of(base, columns, result.weights, metric, scorers, tuned_on=dev, data=data, search=result.method,
                      dev={metric.name: metric.scale * result.dev})
     applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, dev)
-    study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
-                        {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
     report = rescore_report(result, columns, scorers, metric, base, dev, data, applied)
     report.halves, report.notes, report.warnings = study, notes + context_notes(scorers, sets), warnings
     title = f"{data}: rescored with {weights_text(result.weights)} (tuned on {dev})"
@@ -198,6 +223,8 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     metric = tuned.make_metric()
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
+    prepared = {name: in_order(sets[name], scored, scorers, tuned.base, tuned.columns, metric, weights)
+                for name, scored in prepared.items()}
     applied = apply_all(prepared, weights, metric, scorers, bootstrap, seed, None)
     report = Report(task="apply", data=data, metric=metric.name, units=metric.units, tuned=source,
                     tuned_on=tuned.tuned_on, base=tuned.base.name, weights=dict(tuned.weights),
