@@ -180,6 +180,8 @@ def test_rescored_context_reranks_each_recording_in_order_as_a_naive_loop(tiny_m
     applied = rescorer.apply(test, result.tuned, engine={"store": str(tmp_path / "s.sqlite"), "progress": False},
                              bootstrap=20)
     assert [utt.hyps[0].text for utt in applied.nbests["test"]] == chosen
+    first_pass = rescorer.load_scorer(**{**spec, "context": {"utterances": 2}}, store=None)
+    assert adapter_of(scorer).store_key == first_pass.signature != scorer.signature  # they share stored scores
     with pytest.raises(ConfigError, match="that needs weights, so use task=rescore or task=apply"):
         rescorer.pipeline.scoring.check_contexts({"test": test}, {"ll_ctx": scorer}, tuning=False)  # task=score
     with pytest.raises(ConfigError, match="context.source=rescored reads the utterances before"):

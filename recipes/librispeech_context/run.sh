@@ -3,7 +3,9 @@
 # of the same chapter as context, and the shipped student.
 #   stage 1 convert  ESPnet2 n-best directories → canonical JSONL, top K (default 10; every k-th utterance, default 1)
 #   stage 2 score    columns ll (no context), ll_k1, ll_k3, ll_ctx (5), ll_k10 (--contexts "1 3 5 10") and student
-#   stage 3 tune     each system's weights tuned on dev_other (search=$search), applied unchanged to test_clean
+#   stage 3 tune     each system's weights tuned on dev_other (search=$search), applied unchanged to test_clean;
+#                    the student is joined by the context column best on dev_other; --rescored adds LL given the
+#                    previous 5 re-ranked 1-bests (each chapter re-ranked in order)
 #   stage 4 report   ESPnet alone, + each column, + student + LL with context, oracle → $exp/results.md
 # Each finished stage leaves $exp/.done.<stage> (its seconds); a rerun skips it (delete the marker to redo it).
 # With --every K > 1 the context is the previous utterances that were kept (every K-th of the chapter). --first N keeps
@@ -14,12 +16,13 @@ root=${RESCORER_DATA:-$here/../../../shared/data}/librispeech-espnet-30best
 exp=$here/../../exp/recipes/librispeech_context
 every=1
 first=
+rescored=
 top=10
 contexts="1 3 5 10"
 search=fast
-usage="[--every K | --first N] [--top K] [--contexts \"1 3 5 10\"] [--search fast|robust|grid]"
+usage="[--every K | --first N] [--top K] [--rescored yes] [--contexts \"1 3 5 10\"] [--search fast|robust|grid]"
 recipe_option() {
-  case $1 in --every) every=$2 ;; --first) first=$2 ;; --top) top=$2 ;; --contexts) contexts=$2 ;; --search) search=$2 ;; *) return 1 ;; esac
+  case $1 in --every) every=$2 ;; --first) first=$2 ;; --rescored) rescored=$2 ;; --top) top=$2 ;; --contexts) contexts=$2 ;; --search) search=$2 ;; *) return 1 ;; esac
 }
 source "$here/../stages.sh"
 common=(--config-dir "$here/../librispeech_espnet/conf" "${common[@]}")
@@ -35,19 +38,28 @@ for k in $contexts; do
   extra+=("+scorer.ll_k$k={kind: ll, model: \${model.causal.path}, case: sentence, append_period: true, context: {utterances: $k}}")
 done
 scorers=$(IFS=,; echo "[${shipped[*]}]")
-best=ll_ctx; for lm in "${lms[@]}"; do case $lm in ll_k*|ll_ctx) best=$lm ;; esac; done
 
-tune_one() {  # tune_one SYSTEM COLUMN...: ESPnet's score + the columns' weights tuned on dev_other
+tune_one() {  # tune_one SYSTEM COLUMN... [-- OVERRIDE...]: ESPnet's score + the columns' weights tuned on dev_other
   local system=$1 columns="" column; shift
-  for column in "$@"; do columns+="$column: {range: [0, 1], step: 0.05}, "; done
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do columns+="$1: {range: [0, 1], step: 0.05}, "; shift; done
   "$rescorer" "${common[@]}" task=rescore data=converted "data.root=$exp/scored" 'scorer=[]' "search=$search" \
-    task.base.name=score "task.columns={${columns%, }}" task.halves=20 "out_dir=$exp/tune/$system"
+    task.base.name=score "task.columns={${columns%, }}" task.halves=20 "out_dir=$exp/tune/$system" "${@:2}"
+}
+
+dev_wer() {  # dev_wer SYSTEM: its tuned dev_other WER
+  python -c 'import json, sys; print(json.load(open(sys.argv[1]))["sets"]["dev_other"]["rescored"]["wer"])' \
+    "$exp/tune/$1/report.json"
 }
 
 tune() {
   tune_one espnet
   for lm in "${lms[@]}"; do tune_one "$lm" "$lm"; done
-  tune_one "student+$best" student "$best"
+  best=$(for lm in "${lms[@]}"; do case $lm in ll_k*|ll_ctx) echo "$(dev_wer "$lm") $lm" ;; esac; done | sort -g | head -1)
+  tune_one "student+ctx" student "${best#* }"
+  if [ -n "$rescored" ]; then
+    tune_one ll_ctx_rescored ll_ctx_rescored -- "+scorer.ll_ctx_rescored={kind: ll, model: \${model.causal.path}, \
+case: sentence, append_period: true, context: {utterances: 5, source: rescored}}"
+  fi
 }
 
 run_stage 1 convert "$rescorer" "${common[@]}" task=score data=librispeech 'scorer=[]' data.sets.dev_clean=null \
@@ -61,6 +73,7 @@ for lm in "${lms[@]}"; do
   case $lm in ll_ctx) labels+=("ll_ctx=+ λ·SmolLM2 LL given the previous 5 utterances") ;;
               ll_k*) labels+=("$lm=+ λ·SmolLM2 LL given the previous ${lm#ll_k} utterances") ;; esac
 done
-labels+=("student+$best=+ student + LL with context, tuned jointly")
+labels+=("student+ctx=+ student + the LL with context best on dev_other, tuned jointly")
+if [ -n "$rescored" ]; then labels+=("ll_ctx_rescored=+ λ·SmolLM2 LL given the previous 5 re-ranked 1-bests"); fi
 run_stage 3 tune tune
 run_stage 4 report python "$here/../table.py" "$exp" dev_other test_clean "${labels[@]}"

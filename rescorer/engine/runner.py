@@ -55,7 +55,7 @@ class Engine:
         """Scores of the distinct ``texts``, exactly as given, and what they cost."""
         start = time.perf_counter()
         unique = list(dict.fromkeys(texts))
-        signature = scorer.signature
+        signature = scorer.store_key
         done = self.store.get(signature, unique) if unique and self.store is not None else {}
         todo = [t for t in unique if t not in done]
         stats = EngineStats(sentences=len(unique), cached=len(done))

@@ -7,6 +7,7 @@ A scorer knows nothing of stores, batching or progress: ``rescorer.engine`` runs
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
@@ -111,6 +112,15 @@ class Scorer(ABC):
         if self.context is not None and self.context.following and not following:
             raise ConfigError(f"context.following={self.context.following}: a {self.kind} scorer reads only what "
                               "comes before the hypothesis (following is for pll; use 0)")
+
+    @property
+    def store_key(self) -> str:
+        """What the score store keys on: the signature, save that a context re-ranked in order is keyed as a
+        first-pass one (a score depends only on the text read, context included, so the two share their scores)."""
+        if self.context is None or self.context.source != "rescored":
+            return self.signature
+        first_pass = replace(self.context, source="first_pass")
+        return self.signature.replace(f"context:{self.context.signature}", f"context:{first_pass.signature}")
 
     def contexts_cut_in(self, texts: Sequence[str]) -> int:
         """How many of the distinct ``texts`` have their context cut further than ``context.tokens``, to fit the
