@@ -192,7 +192,7 @@ def test_rescored_context_reranks_each_recording_in_order_as_a_naive_loop(tiny_m
 @pytest.mark.parametrize("override, words", [
     ("scorer.ll_ctx.context.utterance=3", "unknown scorer.ll_ctx.context key 'utterance', did you mean 'utterances'"),
     ("scorer.ll_ctx.context.group='^nothing'", "context.group='^nothing' does not match utterance id"),
-    ("scorer.ll_ctx.context.source=rescored", "unknown context.source 'rescored'"),
+    ("scorer.ll_ctx.context.source=rescoerd", "unknown context.source 'rescoerd', did you mean 'rescored'"),
 ])
 def test_context_mistakes_are_one_line(tiny_models, tmp_path, override, words):
     run = subprocess.run([sys.executable, "-m", "rescorer", "task=rescore", "scorer=[ll_ctx]",
