@@ -60,6 +60,11 @@ class Context:
         return cls(**options)
 
     @property
+    def reranked(self) -> bool:
+        """Whether this context reads the re-ranked 1-bests (known only once the weights are)."""
+        return self.source == "rescored"
+
+    @property
     def signature(self) -> str:
         return f"{self.utterances}/{self.tokens}/{self.source}" + (f"/+{self.following}" if self.following else "")
 
@@ -114,7 +119,7 @@ def contexts(nbest: NBest, context: Context, normalise: Callable[[str], str], co
     if context.source == "reference":
         sources = nbest.refs()
     else:
-        sources = firsts if context.source == "rescored" and firsts is not None else nbest.select([0] * len(nbest))
+        sources = firsts if context.reranked and firsts is not None else nbest.select([0] * len(nbest))
     texts, owners = [normalise(text) for text in sources], groups(nbest, context.group)
     count = context.utterances if count is None else count
     if count >= 0:

@@ -35,7 +35,7 @@ from ..summary import summary
 from .scales import match_scales, search_warnings
 from .reports import Interval, Report, SearchSummary, SetReport
 from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
-from .scoring import check_contexts, context_notes, score_nbest, set_perplexities
+from .scoring import check_contexts, context_notes, reranking, score_nbest, set_perplexities
 from .sets import tuning_set
 from .tuned import FILE as TUNED_FILE, Tuned
 
@@ -62,7 +62,7 @@ def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, colu
     """Score ``nbest`` with every LM and gather what tuning and applying need (metric statistics only for a list
     with references). Given a ``kept`` set, only the LMs whose context reads the re-ranked 1-bests ``firsts``
     score again."""
-    again = {name for name, scorer in scorers.items() if scorer.context and scorer.context.source == "rescored"}
+    again = reranking(scorers)
     scored, scores = score_nbest(nbest, scorers, firsts, kept and {n: s for n, s in kept.scores.items()
                                                                    if n not in again})
     token_counts = {name: [len(t) for t in s.tokens] for name, s in scores.items()}
@@ -79,7 +79,7 @@ def in_order(nbest: NBest, prepared: ScoredSet, scorers: Mapping[str, BoundScore
     before it. Found as the fixed point of re-ranking and re-scoring, which is that order's result: the first
     utterance of each recording is settled by the first pass, the next by the second, and so on; the store keeps
     what earlier passes scored."""
-    if not any(scorer.context and scorer.context.source == "rescored" for scorer in scorers.values()):
+    if not reranking(scorers):
         return prepared
     firsts = nbest.select([0] * len(nbest))
     for _ in range(len(nbest) + 1):

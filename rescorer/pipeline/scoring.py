@@ -60,12 +60,17 @@ def set_perplexities(nbest: NBest, scorer: BoundScorer, known: ScoredTexts | Non
     return out
 
 
+def reranking(scorers: Mapping[str, BoundScorer]) -> list[str]:
+    """The scorers whose context reads the re-ranked 1-bests."""
+    return [name for name, scorer in scorers.items() if scorer.context is not None and scorer.context.reranked]
+
+
 def check_contexts(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], tuning: bool = True) -> None:
     """Refuse, before anything is scored, contexts that cannot be made for ``sets`` (ids that name no recording,
     a group regex that does not match) and, when ``tuning`` (or applying tuned weights, which the references
     judge), contexts made of the references; when not (scores alone), re-ranked contexts, which need weights."""
     reading = [name for name, scorer in scorers.items() if scorer.context and scorer.context.source == "reference"]
-    ranking = [name for name, scorer in scorers.items() if scorer.context and scorer.context.source == "rescored"]
+    ranking = reranking(scorers)
     if not tuning and ranking:
         raise ConfigError(f"scorer(s) {ranking} read re-ranked 1-bests as context (context.source=rescored): "
                           "that needs weights, so use task=rescore or task=apply (or context.source=first_pass)")
@@ -93,5 +98,5 @@ def context_notes(scorers: Mapping[str, BoundScorer], sets: Mapping[str, NBest])
             notes.append(f"{name} reads each hypothesis after the {context.source} 1-bests of up to "
                          f"{context.utterances} earlier utterances{after} of its recording (at most {context.tokens} "
                          "tokens)" + (f"; {cut} contexts were cut further to fit the model's positions"
-                                      if cut else "") + (RANKED if context.source == "rescored" else ""))
+                                      if cut else "") + (RANKED if context.reranked else ""))
     return notes

@@ -117,7 +117,7 @@ class Scorer(ABC):
     def store_key(self) -> str:
         """What the score store keys on: the signature, save that a context re-ranked in order is keyed as a
         first-pass one (a score depends only on the text read, context included, so the two share their scores)."""
-        if self.context is None or self.context.source != "rescored":
+        if self.context is None or not self.context.reranked:
             return self.signature
         first_pass = replace(self.context, source="first_pass")
         return self.signature.replace(f"context:{self.context.signature}", f"context:{first_pass.signature}")
