@@ -107,8 +107,11 @@ def model_config(arch: str, size: str, tokenizer):
 
 
 def build_model(arch: str, size: str, texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2000,
-                seed: int = 0, tokenizer=None) -> Path:
-    """Build a random ``arch`` model of ``size`` with ``tokenizer`` (default: one trained on ``texts``), save both."""
+                seed: int = 0, tokenizer=None, **overrides) -> Path:
+    """Build a random ``arch`` model of ``size`` with ``tokenizer`` (default: one trained on ``texts``), save both.
+
+    ``overrides`` replace fields of the transformers config (``initializer_range=0.2``: weights large enough that
+    every token's prediction depends clearly on the others)."""
     import torch
     import transformers as tf
 
@@ -117,6 +120,7 @@ def build_model(arch: str, size: str, texts: Iterable[str], out_dir: str | Path,
         return out
     tokenizer = tokenizer or train_tokenizer(tokenizer_kind(arch), texts, vocab_size)
     config = model_config(arch, size, tokenizer)
+    config.update(overrides)
     torch.manual_seed(seed)
     auto = tf.AutoModelForCausalLM if arch in CAUSAL else tf.AutoModelForMaskedLM
     model = auto.from_config(config)

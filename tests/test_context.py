@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,29 +260,43 @@ def naive_pll(scorer, context: str, hypothesis: str, following: str = "") -> flo
     return total
 
 
+@pytest.fixture(scope="module")
+def sharp_masked(tmp_path_factory) -> dict[str, Path]:
+    """Tiny random masked LMs whose predictions depend clearly on the other tokens (a default tiny model's
+    context effect is ~1e-4 or less, varying with its freshly trained tokenizer)."""
+    from rescorer.devtools import build_model
+
+    from .models import demo_texts
+
+    root = tmp_path_factory.mktemp("sharp")
+    return {arch: build_model(arch, "tiny", demo_texts(), root / arch, vocab_size=800, initializer_range=0.2)
+            for arch in ("bert", "roberta")}
+
+
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
-def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(tiny_models, arch):
-    scorer = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", context={"utterances": 2},
+def test_pll_with_context_masks_only_the_hypothesis_as_a_naive_masked_loop(sharp_masked, arch):
+    scorer = rescorer.load_scorer("pll", str(sharp_masked[arch]), variant="word_l2r", context={"utterances": 2},
                                   store=None, progress=False)
     scored = scorer.compute([conditional(c, h) for c, h in PAIRS], normalise=False)
     for (context, hypothesis), total in zip(PAIRS, scored.totals):
         assert total == pytest.approx(naive_pll(scorer, context, hypothesis) if hypothesis else float("-inf"),
                                       abs=1e-4)
-    alone = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r", store=None, progress=False)
+    alone = rescorer.load_scorer("pll", str(sharp_masked[arch]), variant="word_l2r", store=None, progress=False)
     assert scorer.compute([conditional("", "STUFF IT INTO YOU")], normalise=False).totals[0] == pytest.approx(
         alone.score(["STUFF IT INTO YOU"])[0], abs=1e-5)
+    assert abs(scored.totals[0] - alone.score([PAIRS[0][1]])[0]) > 1e-2  # the left side is read
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
-def test_pll_reads_the_following_utterances_to_the_right_as_a_naive_masked_loop(tiny_models, arch):
-    scorer = rescorer.load_scorer("pll", str(tiny_models[arch]), variant="word_l2r",
+def test_pll_reads_the_following_utterances_to_the_right_as_a_naive_masked_loop(sharp_masked, arch):
+    scorer = rescorer.load_scorer("pll", str(sharp_masked[arch]), variant="word_l2r",
                                   context={"utterances": 2, "following": 1}, store=None, progress=False)
     triples = [(c, h, f) for (c, h), (_, f) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])] + [("", "TURNIPS", "")]
     scored = scorer.compute([conditional(c, h, f) for c, h, f in triples], normalise=False)
     for (context, hypothesis, following), total in zip(triples, scored.totals):
         expected = naive_pll(scorer, context, hypothesis, following) if hypothesis else float("-inf")
         assert total == pytest.approx(expected, abs=1e-4)
-    assert abs(scored.totals[0] - naive_pll(scorer, *PAIRS[0])) > 1e-4  # the right side is read (noise: < 1e-5)
+    assert abs(scored.totals[0] - naive_pll(scorer, *PAIRS[0])) > 1e-2  # the right side is read (noise ~1e-6)
 
 
 def test_the_following_utterances_are_the_1_bests_after_each_in_its_recording():
