@@ -15,11 +15,11 @@ class Clock:
         return self.now
 
 
-def run(kind: str, seconds_per_step: float, steps: int, enabled=None) -> list[str]:
+def run(kind: str, seconds_per_step: float, steps: int, enabled=None, label=None) -> list[str]:
     """``steps`` equal batches of 10 rows × 100 tokens, each taking ``seconds_per_step``."""
     clock, stream = Clock(), io.StringIO()
     progress = Progress(kind, texts=900, cached=100, rows=10 * steps, tokens=1000 * steps, enabled=enabled,
-                        stream=stream, clock=clock)
+                        stream=stream, clock=clock, label=label)
     for _ in range(steps):
         clock.now += seconds_per_step
         progress.update(10, 1000)
@@ -46,6 +46,14 @@ def test_short_runs_and_the_student_say_less_and_progress_false_says_nothing():
     student = [line for line in run("student", 1.0, 1000) if "model rows" in line]
     assert len(student) == 1 and "try scorer" not in student[0]
     assert run("pll", 1.0, 1000, enabled=False) == []
+
+
+def test_a_named_column_is_shown_by_its_name_and_a_student_column_gets_no_hint():
+    lines = run("ll", 1.0, 1000, label="ll_ctx")
+    assert lines[0].startswith("rescorer: scoring 900 texts with ll_ctx (100 already in the store)")
+    assert lines[1].startswith("rescorer: ll_ctx: 100/10,000 rows (1%), 10 s elapsed")
+    assert lines[-1].startswith("rescorer: ll_ctx: 800 texts scored in 16 min 40 s")
+    assert not any("try scorer" in line for line in run("student", 1.0, 1000, label="fast"))
 
 
 def test_duration_reads_as_a_person_would_say_it():

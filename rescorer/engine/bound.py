@@ -12,10 +12,15 @@ if TYPE_CHECKING:
 
 
 class BoundScorer:
-    """``adapter`` (the model) run by ``engine`` (batching, store, scale-out)."""
+    """``adapter`` (the model) run by ``engine`` (batching, store, scale-out), shown as ``name`` (its column;
+    default: its kind) in progress lines."""
 
-    def __init__(self, adapter: "Scorer", engine: "Engine"):
-        self.adapter, self.engine = adapter, engine
+    def __init__(self, adapter: "Scorer", engine: "Engine", name: str | None = None):
+        self.adapter, self.engine, self.name = adapter, engine, name or adapter.kind
+
+    def named(self, name: str) -> "BoundScorer":
+        """The same scorer, shown as ``name``."""
+        return BoundScorer(self.adapter, self.engine, name)
 
     @property
     def kind(self) -> str:
@@ -36,7 +41,7 @@ class BoundScorer:
 
     def compute(self, texts: Sequence[str], normalise: bool = True) -> "ScoredTexts":
         """Totals, per-token scores and cost of ``texts`` (``normalise=False``: score them exactly as given)."""
-        return self.engine.score(self.adapter, texts, normalise)
+        return self.engine.score(self.adapter, texts, normalise, self.name)
 
     def score(self, texts: Sequence[str]) -> list[float]:
         """Summed log-score of each text (natural log, higher = better)."""

@@ -81,5 +81,5 @@ def load_scorers(specs: Mapping[str, Mapping[str, Any]] | None, engine: Mapping[
         Option("mapping", null=True, example="load_scorer options {kind, model, …}").check(f"scorer {name!r}", spec)
         if spec is not None and "kind" not in spec:
             raise ConfigError(f"scorer {name!r} names no kind: give it kind: {' | '.join(KINDS)} (and its model)")
-    return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared)
+    return {name: load_scorer(**{**(engine or {}), **spec}, engine=shared).named(name)
             for name, spec in (specs or {}).items() if spec is not None}

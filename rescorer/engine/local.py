@@ -96,14 +96,15 @@ def paused_gc() -> Iterator[None]:
 
 
 def compute(scorer: "Scorer", todo: Sequence[str], budget: int | None, stats: EngineStats,
-            progress: bool | None = None, flush_seconds: float = 2.0) -> Iterator[ScoreMap]:
-    """Score the distinct texts ``todo`` in this process; yield finished sentences every ``flush_seconds``."""
+            progress: bool | None = None, flush_seconds: float = 2.0, label: str | None = None) -> Iterator[ScoreMap]:
+    """Score the distinct texts ``todo`` in this process; yield finished sentences every ``flush_seconds``
+    (progress shown under ``label``, default the scorer's kind)."""
     pool = scorer.pool(scorer.prepare_all(todo))
-    return run_pool(scorer, pool, todo, budget, stats, progress, flush_seconds)
+    return run_pool(scorer, pool, todo, budget, stats, progress, flush_seconds, label)
 
 
 def run_pool(scorer: "Scorer", pool: RowPool, keys: Sequence[str], budget: int | None, stats: EngineStats,
-             progress: bool | None = None, flush_seconds: float = 2.0) -> Iterator[ScoreMap]:
+             progress: bool | None = None, flush_seconds: float = 2.0, label: str | None = None) -> Iterator[ScoreMap]:
     """Run the rows of ``pool`` (sentence i is ``keys[i]``), longest first in batches of ``budget`` tokens;
     yield finished sentences every ``flush_seconds``. An out-of-memory error halves the budget and retries."""
     order = np.argsort(-pool.length, kind="stable")
@@ -112,7 +113,8 @@ def run_pool(scorer: "Scorer", pool: RowPool, keys: Sequence[str], budget: int |
     stats.rows += pool.rows
     budget = budget or scorer.preferred_budget()
     last_flush = time.perf_counter()
-    bar = Progress(scorer.kind, stats.sentences, stats.cached, pool.rows, int(pool.length.sum()), progress)
+    bar = Progress(scorer.kind, stats.sentences, stats.cached, pool.rows, int(pool.length.sum()), progress,
+                   label=label)
     try:
         position, pending = 0, None  # pending: the batch launched last, read after the next one is launched
         while position < pool.rows:

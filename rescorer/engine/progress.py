@@ -28,16 +28,19 @@ def duration(seconds: float) -> str:
 
 class Progress:
     """Tracks rows and tokens done of ``rows``/``tokens`` for a ``kind`` scorer over ``texts`` (``cached`` of them
-    found in the store). ``enabled``: None → bar on a terminal, plain lines otherwise; False → silent."""
+    found in the store), named ``label`` (its column; default: the kind) on screen. ``enabled``: None → bar on a
+    terminal, plain lines otherwise; False → silent."""
 
     def __init__(self, kind: str, texts: int, cached: int, rows: int, tokens: int, enabled: bool | None = None,
-                 every: float = 10.0, stream: TextIO | None = None, clock: Callable[[], float] = time.perf_counter):
+                 every: float = 10.0, stream: TextIO | None = None, clock: Callable[[], float] = time.perf_counter,
+                 label: str | None = None):
         self.kind, self.texts, self.cached, self.rows, self.tokens = kind, texts, cached, rows, tokens
+        self.label = label or kind
         self.stream, self.clock, self.every = stream or sys.stderr, clock, every
         terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.silent = enabled is False
         self.plain = not self.silent and not terminal and enabled is None
-        self.bar = tqdm(total=rows, unit="row", desc=kind, disable=self.silent or self.plain, dynamic_ncols=True,
+        self.bar = tqdm(total=rows, unit="row", desc=self.label, disable=self.silent or self.plain, dynamic_ncols=True,
                         file=self.stream)
         self.start = self.last = clock()
         self.rows_done = self.tokens_done = 0
@@ -55,7 +58,7 @@ class Progress:
             self.estimate(now)
         if self.plain and now - self.last >= self.every:
             self.last = now
-            self.say(f"{self.kind}: {self.rows_done:,}/{self.rows:,} rows ({100 * self.rows_done / max(self.rows, 1):.0f}%), "
+            self.say(f"{self.label}: {self.rows_done:,}/{self.rows:,} rows ({100 * self.rows_done / max(self.rows, 1):.0f}%), "
                      f"{duration(now - self.start)} elapsed, about {duration(self.left(now))} left")
 
     def left(self, now: float) -> float:
@@ -70,7 +73,7 @@ class Progress:
         self.announced = True
         hint = (f"; for a faster run try scorer=[{FAST_KIND}] (the one-pass student)"
                 if total > LONG and self.kind != FAST_KIND else "")
-        self.say(f"scoring {self.texts:,} texts with {self.kind} ({self.cached:,} already in the store): "
+        self.say(f"scoring {self.texts:,} texts with {self.label} ({self.cached:,} already in the store): "
                  f"{self.rows:,} model rows, about {duration(total)} in all{hint}")
 
     def say(self, text: str) -> None:
@@ -83,5 +86,5 @@ class Progress:
         if self.announced:
             took = self.clock() - self.start
             scored = self.texts - self.cached
-            self.say(f"{self.kind}: {scored:,} texts scored in {duration(took)}, {scored / max(took, 1e-9):.1f} "
+            self.say(f"{self.label}: {scored:,} texts scored in {duration(took)}, {scored / max(took, 1e-9):.1f} "
                      f"texts/s ({self.rows_done:,} rows)")

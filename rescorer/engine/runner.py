@@ -51,8 +51,9 @@ class Engine:
             self._store = ScoreStore(self._store)
         return self._store
 
-    def run(self, scorer: "Scorer", texts: Sequence[str]) -> tuple[ScoreMap, EngineStats]:
-        """Scores of the distinct ``texts``, exactly as given, and what they cost."""
+    def run(self, scorer: "Scorer", texts: Sequence[str], label: str | None = None) -> tuple[ScoreMap, EngineStats]:
+        """Scores of the distinct ``texts``, exactly as given, and what they cost (progress shown under
+        ``label``, default the scorer's kind)."""
         start = time.perf_counter()
         unique = list(dict.fromkeys(texts))
         signature = scorer.store_key
@@ -60,23 +61,24 @@ class Engine:
         todo = [t for t in unique if t not in done]
         stats = EngineStats(sentences=len(unique), cached=len(done))
         if todo:
-            for chunk in self._chunks(scorer, todo, stats):
+            for chunk in self._chunks(scorer, todo, stats, label):
                 done.update(chunk)
                 if self.store is not None:
                     self.store.put(signature, chunk)
         stats.seconds = time.perf_counter() - start
         return done, stats
 
-    def _chunks(self, scorer: "Scorer", todo: list[str], stats: EngineStats) -> Iterator[ScoreMap]:
+    def _chunks(self, scorer: "Scorer", todo: list[str], stats: EngineStats, label: str | None) -> Iterator[ScoreMap]:
         if self.scale is not None and scorer.spec is not None:  # in-memory models score here
             from .scale import scale_out
 
-            return scale_out(scorer, todo, self.scale, self.budget, self.progress, stats)
-        return compute(scorer, todo, self.budget, stats, self.progress, self.flush_seconds)
+            return scale_out(scorer, todo, self.scale, self.budget, self.progress, stats, label)
+        return compute(scorer, todo, self.budget, stats, self.progress, self.flush_seconds, label)
 
-    def score(self, scorer: "Scorer", texts: Sequence[str], normalise: bool = True) -> ScoredTexts:
+    def score(self, scorer: "Scorer", texts: Sequence[str], normalise: bool = True,
+              label: str | None = None) -> ScoredTexts:
         """Scores of ``texts`` in order; ``normalise`` first applies the scorer's normaliser (``False``: score
-        prompts and templates exactly as given, newlines and all)."""
+        prompts and templates exactly as given, newlines and all); progress shows ``label`` (its column)."""
         scored = [scorer.normaliser(t) for t in texts] if normalise else list(texts)
-        results, stats = self.run(scorer, scored)
+        results, stats = self.run(scorer, scored, label)
         return ScoredTexts(scored, [results[t][0] for t in scored], [results[t][1] for t in scored], stats)

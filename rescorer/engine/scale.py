@@ -175,13 +175,13 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
 
 
 def scale_out(scorer: "Scorer", todo: Sequence[str], scale: ScaleConfig, budget: int | None, show: bool | None,
-              stats: EngineStats) -> Iterator[ScoreMap]:
+              stats: EngineStats, label: str | None = None) -> Iterator[ScoreMap]:
     """Finished sentences of ``todo`` from the workers (``budget`` tokens per batch), longest text first, with
     progress unless ``show`` is False; the workers tokenise and count the rows they computed, so the driver never
     tokenises."""
     texts = sorted(todo, key=len, reverse=True)
     backend = ray_chunks if scale.backend == "ray" else process_chunks
-    with tqdm(total=len(texts), unit="sentence", desc=f"{scorer.kind} ({scale.backend})",
+    with tqdm(total=len(texts), unit="sentence", desc=f"{label or scorer.kind} ({scale.backend})",
               disable=None if show is None else not show, dynamic_ncols=True) as bar:
         for chunk, rows in backend(scorer.spec, texts, scale, budget):
             stats.rows += rows
