@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast docs bench clean
+.PHONY: setup demo test test-fast docs bench gpu-wheels clean
 
 setup: $(STAMP)
 
@@ -44,6 +44,11 @@ bench: setup
 	$(BIN)/rescorer task=bench task.kind=host out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=search out_dir=exp/bench
 	$(BIN)/rescorer task=bench task.kind=student out_dir=exp/bench
+
+# What `bash benchmarks/gpu.sh OUT` needs on a GPU machine without a package registry: the missing packages as
+# CPython 3.12 x86-64 wheels and the real vocabularies, in .whl/ (git-ignored; the device tool carries it).
+gpu-wheels: setup
+	$(BIN)/python benchmarks/gpu_wheels.py
 
 clean:
 	rm -rf $(VENV) exp site .pytest_cache .hypothesis *.egg-info

@@ -13,6 +13,8 @@ SIZES = {
     "tiny": dict(hidden=64, layers=2, heads=2, intermediate=128),
     "small": dict(hidden=256, layers=4, heads=4, intermediate=1024),
     "base": dict(hidden=768, layers=12, heads=12, intermediate=3072),
+    "minilm": dict(hidden=384, layers=6, heads=12, intermediate=1536),  # all-MiniLM-L6, the shipped students' shape
+    "1b": dict(hidden=2048, layers=16, heads=32, intermediate=8192, kv_heads=8),  # Llama-3.2-1B's body
 }
 MASKED = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert")
 CAUSAL = ("gpt2", "llama")
@@ -101,6 +103,7 @@ def model_config(arch: str, size: str, tokenizer):
                              vocab_size=vocab)
     if arch == "llama":
         return tf.LlamaConfig(hidden_size=s["hidden"], num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                              num_key_value_heads=s.get("kv_heads", s["heads"]),
                               intermediate_size=s["intermediate"], bos_token_id=tokenizer.bos_token_id,
                               eos_token_id=tokenizer.eos_token_id, vocab_size=vocab)
     raise ValueError(f"unknown architecture {arch!r}")
@@ -125,6 +128,28 @@ def build_model(arch: str, size: str, texts: Iterable[str], out_dir: str | Path,
     auto = tf.AutoModelForCausalLM if arch in CAUSAL else tf.AutoModelForMaskedLM
     model = auto.from_config(config)
     model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out
+
+
+def build_student(size: str, tokenizer, out_dir: str | Path, seed: int = 0, mean: float = -4.0,
+                  std: float = 1.5) -> Path:
+    """A random sentence-level student (BERT of ``size`` with a one-output head on [CLS]) that predicts a PLL
+    per token of ``mean`` ± ``std``, as ``task=distill`` saves one; for speed and exactness checks."""
+    import torch
+    import transformers as tf
+
+    out = Path(out_dir)
+    if (out / "config.json").exists():
+        return out
+    config = model_config("bert", size, tokenizer)
+    config.num_labels = 1
+    config.rescorer_student = {"level": "sentence", "mean": mean, "std": std, "normaliser": "case:sentence|period:yes",
+                               "teacher": "none (random weights)"}
+    torch.manual_seed(seed)
+    model = tf.AutoModelForSequenceClassification.from_config(config).eval()
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
     model.save_pretrained(out)

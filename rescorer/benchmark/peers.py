@@ -15,12 +15,15 @@ from .precision import bf16_error, described
 OPTIONS = {"pll": {"variant": "original"}, "ll": {}}  # what the peers compute
 
 
-def ours(kind: str, path: Path, texts: list[str], engine: dict[str, Any], repeats: int) -> dict[str, Any]:
+def ours(kind: str, path: Path, texts: list[str], engine: dict[str, Any], repeats: int,
+         options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Our engine's time on ``texts`` with ``engine`` settings (``scale``: through Ray / worker processes, their
-    start-up included), with the rows, scored tokens and model FLOPs; no store, so every run computes."""
+    start-up included) and the scorer's ``options`` (default: what the peers compute), with the rows, scored
+    tokens and model FLOPs; no store, so every run computes."""
     from ..engine import load_scorer
 
-    scorer = load_scorer(kind, str(path), **{**engine, "store": None, "progress": False}, **OPTIONS[kind])
+    options = OPTIONS[kind] if options is None else options
+    scorer = load_scorer(kind, str(path), **{**engine, "store": None, "progress": False}, **options)
     scorer.score(texts[: min(32, len(texts))])
     seconds = best_time(lambda: scorer.score(texts), repeats)
     return {"seconds": seconds, **work(scorer, texts), "budget": scorer.engine.budget or scorer.adapter.preferred_budget()}
