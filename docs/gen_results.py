@@ -109,10 +109,23 @@ def show(value: Any, spec: str) -> str:
     return text
 
 
+def gpu_run(used: set[str]) -> str:
+    """The table of the one-call GPU run (benchmarks/results/gpu.json, written by ``bash benchmarks/gpu.sh``)."""
+    path = DATA / "gpu.json"
+    if not path.exists():
+        return ("*No GPU run has been committed yet: `bash benchmarks/gpu.sh OUT` on a CUDA machine writes "
+                "OUT/gpu.json; commit it as `benchmarks/results/gpu.json` (`benchmarks/README.md`).*")
+    sys.path.insert(0, str(ROOT))
+    from rescorer.benchmark.gpu.table import markdown
+
+    used.add(path.name)
+    return markdown(json.loads(path.read_text(encoding="utf-8")))
+
+
 def fill(template: Path) -> str:
     """The page a template gives with the JSON files as they are now."""
     used: set[str] = set()
-    names = {**HELPERS, **load(used)}
+    names = {**HELPERS, **load(used), "gpu_run": lambda: gpu_run(used)}
     text = template.read_text(encoding="utf-8")
 
     def one(match: re.Match) -> str:

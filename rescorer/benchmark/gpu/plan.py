@@ -28,7 +28,7 @@ class Plan:
     @classmethod
     def of(cls, rehearsal: bool) -> "Plan":
         if rehearsal:
-            return cls(True, "cpu", "fp32", {"masked": "tiny", "causal": "tiny", "llama": "tiny", "student": "tiny", "job": "tiny"},
+            return cls(True, "cpu", "fp32", dict.fromkeys(("masked", "causal", "llama", "student", "job"), "tiny"),
                        texts=60, peer_texts=30, exact_texts=20, batches=(8,), matmul=256, repeats=1, job_every=30,
                        threads=2)
         return cls(False, "cuda", "bf16", {"masked": "base", "causal": "base", "llama": "1b", "student": "minilm",

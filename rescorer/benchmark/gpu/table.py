@@ -12,7 +12,8 @@ def rows(run: dict[str, Any]) -> Iterator[Row]:
     exact, speed, job, scale = (run.get(s) or {} for s in ("exactness", "speed", "job", "scaleout"))
     cases = {k: v for k, v in exact.items() if isinstance(v, dict) and "max_abs_diff" in v and k != "oom"}
     if not cases:
-        yield "fp32 on the device against the CPU, per token", f"not measured ({exact.get('status')})", "≤ 1e-4", "–"
+        yield ("fp32 on the device against the CPU, per token", f"not measured ({exact.get('status')})", "≤ 1e-4",
+               "–")
     else:
         worst = max(cases, key=lambda k: cases[k]["max_abs_diff"])
         drift = max(cases, key=lambda k: cases[k]["bf16_max_abs_diff"])
@@ -30,7 +31,8 @@ def rows(run: dict[str, Any]) -> Iterator[Row]:
                        ("ll_1b", "LL"), ("ll_1b_shared", "LL, shared prefixes"), ("student", "student (one pass)")):
         figure = speed.get(key)
         target = figure.get("target_mfu") if ok(figure) else None
-        yield (f"{label}, {figure['model']}" if ok(figure) else f"{label} ({key})", throughput(figure), f"MFU ≥ {target:.0%}" if target else "–",
+        name = f"{label}, {figure.get('model') or key}" if ok(figure) else f"{label} ({key})"
+        yield (name, throughput(figure), f"MFU ≥ {target:.0%}" if target else "–",
                yes(figure.get("reached")) + held(figure) if target else "–")
     for key, label in (("pll_minicons", "PLL against minicons"), ("ll_gpt2_minicons", "LL against minicons")):
         figure = speed.get(key)
@@ -53,9 +55,9 @@ def rows(run: dict[str, Any]) -> Iterator[Row]:
 def markdown(run: dict[str, Any]) -> str:
     """The table as Markdown, headed by where and when it was measured and the command."""
     first = next((v for v in run.values() if isinstance(v, dict) and "device" in v), {})
-    head = (f"{'CPU rehearsal' if run.get('rehearsal') else 'GPU run'} on {first.get('device') or '?'}, "
-            f"{first.get('date') or '?'}, torch {first.get('torch') or '?'}, transformers {first.get('transformers') or '?'}; "
-            f"command `{run.get('command', 'bash benchmarks/gpu.sh OUT')}`\n\n")
+    where = {k: first.get(k) or "?" for k in ("device", "date", "torch", "transformers")}
+    head = (f"{'CPU rehearsal' if run.get('rehearsal') else 'GPU run'} on {where['device']}, {where['date']}, "
+            f"torch {where['torch']}, transformers {where['transformers']}; command `{run.get('command')}`\n\n")
     lines = ["| figure | value | target | reached |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows(run)]
     return head + "\n".join(lines) + "\n"
