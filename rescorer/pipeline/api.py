@@ -116,6 +116,7 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
     given = dict(scorers or {})
     out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
+    tuned.check_models(source or "tuned", accept_changed_models, given)
     specs = {column: entry["spec"] for column, entry in tuned.scorers.items() if column not in given}
     in_memory = sorted(column for column, spec in specs.items() if spec is None)
     if in_memory:

@@ -2,21 +2,31 @@
 and every scorer's full spec and signature, so that new lists are scored and re-ranked exactly as on dev."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import yaml
 
 from ..combine import Column
 from ..engine import BoundScorer
-from ..errors import ConfigError, check_known
+from ..errors import ConfigError, NBestFormatError, check_known
 from ..metrics import Metric, make_metric
-from ..version import __version__
+from ..options import Option
+from ..scorers import KINDS, option_names
+from ..version import TOOL, __version__
 
 FILE = "tuned.yaml"
-ENGINE_KEYS = ("device", "dtype", "compile")  # where a model runs, not what it computes: set by the applying run
+MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
+# What a tuned file never decides: code execution, and where and how the applying run computes.
+RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
+                      "scale", "loaded", "grammar"})
+TOP = {"rescorer": Option("text"), "data": Option("text"), "tuned_on": Option("text"), "search": Option("text"),
+       "metric": Option("mapping"), "dev": Option("mapping", null=True), "base": Option("mapping"),
+       "columns": Option("mapping"), "scorers": Option("mapping")}
 HEADER = ("# A tuned rescorer, written by `rescorer task=rescore`. Apply it to new N-best lists (references optional):\n"
           "#   rescorer task=apply task.tuned={path} data=own data.sets.test.nbest=NEW_LIST\n")
 
@@ -54,41 +64,61 @@ class Tuned:
                 "scorers": {name: {"spec": s["spec"], "signature": s["signature"]} for name, s in self.scorers.items()}}
         return HEADER.format(path=path) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000)
 
+    def __post_init__(self) -> None:
+        for name, weight in self.weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, Real) or not math.isfinite(weight):
+                raise ConfigError(f"weight of {name} must be a finite number, not {weight!r}")
+
     @classmethod
     def load(cls, path: str | Path) -> "Tuned":
-        """Read ``tuned.yaml``; a missing file, bad YAML or a missing or wrong key is one line naming it."""
+        """Read ``tuned.yaml`` and check all of it against its schema before anything uses it: a missing, special
+        or oversized file, bad YAML (aliases included), an unknown key, a value of the wrong type, a weight that is
+        not finite, or a scorer spec that asks for what only the applying run decides is one line naming it."""
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"task.tuned={path}: no such file (a tuning run writes tuned.yaml in its out_dir)") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-            raise ConfigError(f"{path}: not a readable tuned.yaml ({' '.join(str(err).split())[:200]})") from None
-        known = {"rescorer", "data", "tuned_on", "search", "metric", "dev", "base", "columns", "scorers"}
+        doc = read_yaml(path)
         if not isinstance(doc, dict) or not {"base", "columns", "metric", "scorers"} <= set(doc):
             raise ConfigError(f"{path}: not a tuned.yaml (it needs base, columns, metric and scorers)")
         try:
-            check_known("key", doc, known)
-        except ConfigError as err:
-            raise ConfigError(f"{path}: {err}") from None
-        columns, weights = [], {}
-        for name, spec in _mapping(doc["columns"], path, "columns").items():
-            spec = dict(_mapping(spec, path, f"columns.{name}"))
-            weights[str(name)] = _number(spec.pop("weight", None), path, f"columns.{name}.weight")
-            columns.append(_column(str(name), spec, path))
-        base = dict(_mapping(doc["base"], path, "base"))
-        scorers = {str(name): _scorer(entry, path, name) for name, entry in _mapping(doc["scorers"], path, "scorers").items()}
-        metric = dict(_mapping(doc["metric"], path, "metric"))
-        try:
+            check_known("key", doc, TOP)
+            for key, option in TOP.items():
+                if key in doc:
+                    option.check(key, doc[key])
+            dev = {str(k): Option("number").check(f"dev.{k}", v) for k, v in (doc.get("dev") or {}).items()}
+            columns, weights = [], {}
+            for name, spec in doc["columns"].items():
+                spec = dict(Option("mapping").check(f"columns.{name}", spec))
+                weights[str(name)] = Option("number").check(f"columns.{name}.weight", spec.pop("weight", None))
+                columns.append(Column.of(str(name), spec))
+            base = dict(doc["base"])
+            scorers = {str(name): scorer_entry(entry, str(name)) for name, entry in doc["scorers"].items()}
+            metric = dict(doc["metric"])
             make_metric(**metric)  # refuse an unknown metric or option now
+            return cls(Column.of(str(base.pop("name", "score")), base), tuple(columns), weights, metric, scorers,
+                       str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
+                       str(doc.get("rescorer", "")), dev)
         except (ConfigError, TypeError) as err:
-            raise ConfigError(f"{path}: metric: {err}") from None
-        return cls(_column(str(base.pop("name", "score")), base, path), tuple(columns), weights, metric, scorers,
-                   str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
-                   str(doc.get("rescorer", "")), dict(doc.get("dev") or {}))
+            raise ConfigError(f"{path}: {err}") from None
 
     def make_metric(self) -> Metric:
         return make_metric(**self.metric)
+
+    def check_models(self, path: str | Path, accept_changed: bool = False, given: Iterable[str] = ()) -> None:
+        """Before any model is loaded: refuse a scorer whose local model files are not those it was tuned with (the
+        fingerprint its signature records), unless ``accept_changed``; the ``given`` columns' scorers are the
+        caller's own."""
+        from ..scorers.loading import local_fingerprint
+
+        for name, entry in self.scorers.items():
+            spec = entry["spec"] or {}
+            if accept_changed or name in given or not spec.get("model"):
+                continue
+            target = str(spec["model"]) + (f"/{spec['gguf_file']}" if spec.get("gguf_file") else "")
+            was = signature_fields(entry["signature"]).get("model", "").rpartition("@")[2]
+            now = local_fingerprint(target)
+            if now is not None and now != was:
+                raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with (the files of "
+                                  f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or pass "
+                                  "task.accept_changed_models=true to apply anyway")
 
     def check(self, scorers: Mapping[str, BoundScorer], path: str | Path, accept_changed: bool = False) -> None:
         """Refuse a scorer whose signature differs from the tuned one (the model or its options changed since),
@@ -106,37 +136,80 @@ def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:
     spec = scorer.adapter.spec
     if spec is None:
         return None
-    return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in spec.items() if k not in ENGINE_KEYS}
+    return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in spec.items() if k not in RUN_KEYS}
+
+
+def signature_fields(signature: str) -> dict[str, str]:
+    """The ``key:value`` fields of a signature."""
+    return dict(part.partition(":")[::2] for part in signature.split("|"))
 
 
 def changed_fields(before: str, after: str) -> str:
     """The ``key:value`` fields that differ between two signatures, as ``key: old → new``."""
-    old, new = (dict(part.partition(":")[::2] for part in s.split("|")) for s in (before, after))
+    old, new = (signature_fields(s) for s in (before, after))
     keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
     return "; ".join(f"{k}: {old.get(k, '-')} → {new.get(k, '-')}" for k in keys) or "signature differs"
 
 
-def _mapping(value: Any, path: Path, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{path}: {key} must be a mapping, not {value!r}")
-    return value
+def read_yaml(path: Path) -> Any:
+    """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, without aliases (a few lines of
+    nested aliases can expand to billions of nodes)."""
+    from ..io.common import read_text
 
-
-def _number(value: Any, path: Path, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{path}: {key} must be a number, not {value!r}")
-    return float(value)
-
-
-def _column(name: str, spec: Mapping[str, Any], path: Path) -> Column:
+    if not path.exists():
+        raise ConfigError(f"task.tuned={path}: no such file (a tuning run writes tuned.yaml in its out_dir)")
+    if path.is_file() and path.stat().st_size > MAX_BYTES:
+        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a tuned.yaml "
+                          f"(at most {MAX_BYTES:,})")
     try:
-        return Column.of(name, spec)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
+        return yaml.load(read_text(path), Loader=NoAliasLoader)  # noqa: S506 — a SafeLoader without aliases
+    except NBestFormatError as err:
+        raise ConfigError(f"{path}: not a readable tuned.yaml ({err.problem})") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not a readable tuned.yaml ({' '.join(str(err).split())[:200]})") from None
 
 
-def _scorer(entry: Any, path: Path, name: str) -> dict[str, Any]:
-    entry = _mapping(entry, path, f"scorers.{name}")
-    if not isinstance(entry.get("signature"), str) or not isinstance(entry.get("spec"), (Mapping, type(None))):
-        raise ConfigError(f"{path}: scorers.{name} needs a spec (mapping) and a signature (string)")
-    return {"spec": dict(entry["spec"]) if entry["spec"] is not None else None, "signature": entry["signature"]}
+class NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def scorer_entry(entry: Any, name: str) -> dict[str, Any]:
+    """``scorers.NAME`` of a tuned file: its ``spec`` (checked by :func:`checked_spec`) and ``signature``."""
+    entry = Option("mapping").check(f"scorers.{name}", entry)
+    check_known(f"scorers.{name} key", entry, ("spec", "signature"))
+    Option("text").check(f"scorers.{name}.signature", entry.get("signature"))
+    spec = checked_spec(entry.get("spec"), name)
+    parts = entry["signature"].split("|")
+    if (spec and parts[0] != spec["kind"]) or not parts[-1].startswith(f"{TOOL.partition(':')[0]}:"):
+        raise ConfigError(f"scorers.{name}.signature is not a whole {spec['kind'] if spec else 'scorer'} signature "
+                          f"(cut short or edited?): {entry['signature'][:80]!r}")
+    return {"spec": spec, "signature": entry["signature"]}
+
+
+def checked_spec(spec: Any, name: str) -> dict[str, Any] | None:
+    """A scorer spec as a tuned file may hold it: which model and which options change the numbers, as plain
+    values; never what runs code or where and how the run computes (``RUN_KEYS``, the applying run's choice)."""
+    if spec is None:
+        return None
+    where = f"scorers.{name}.spec"
+    spec = dict(Option("mapping").check(where, spec))
+    for key in spec:
+        if key in RUN_KEYS:
+            why = ("a tuned file never runs code" if key == "trust_remote_code" else
+                   f"where and how a run computes is the applying run's choice (engine.{key})")
+            raise ConfigError(f"{where}.{key}: a tuned file may not set {key} ({why})")
+    check_known(f"{where}.kind", [spec.get("kind")], KINDS)
+    check_known(f"{where} key", spec, (option_names(spec["kind"]) | {"kind", "model"}) - RUN_KEYS)
+    Option("text", null=True).check(f"{where}.model", spec.get("model"))
+    for key, value in spec.items():
+        values = value.values() if key == "context" and isinstance(value, Mapping) else [value]
+        if not all(v is None or isinstance(v, (str, int, float)) for v in values):
+            raise ConfigError(f"{where}.{key} must be a plain value (string, number, true/false), not {value!r}")
+    return spec

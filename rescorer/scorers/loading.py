@@ -129,15 +129,20 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
 def fingerprint(name: str, model: Any) -> str:
     """A short hash of the whole content of a local model's weight, config and tokenizer files (cached by path,
     size and mtime, see ``rescorer.filehash``), else the hub commit."""
+    return local_fingerprint(name) or str(getattr(model.config, "_commit_hash", None) or "hub")
+
+
+def local_fingerprint(name: str) -> str | None:
+    """:func:`fingerprint` of a local model (a directory or a .gguf file) without loading it; None for a hub name."""
     from ..filehash import file_digests
 
     path = Path(name).expanduser()
-    if path.suffix == ".gguf":
+    if path.suffix == ".gguf" and path.is_file():
         files = [path]
     elif path.is_dir():
         files = sorted({f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file()})
     else:
-        return str(getattr(model.config, "_commit_hash", None) or "hub")
+        return None
     digest = hashlib.blake2b(digest_size=16)
     for file, content in zip(files, file_digests(files)):
         digest.update(f"{file.name}\0{content}\n".encode())

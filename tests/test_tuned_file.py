@@ -1,0 +1,159 @@
+"""A tuned.yaml is data that people share: it says which model and which scoring options, never anything that runs
+code or decides where and how the applying run computes; every part of it is checked before a model is loaded."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import rescorer
+from rescorer.errors import ConfigError
+from rescorer.pipeline.tuned import Tuned
+from rescorer.scorers.loading import local_fingerprint
+
+from .conftest import DEMO
+from .test_cli import run_cli
+
+SIGNATURE = "ll|model:{model}@{tag}|bos:auto|eos:True|dtype:float32|case:keep|period:no|rescorer:0.1.0"
+
+
+def tuned_file(path: Path, spec: dict, signature: str | None = None, weight: object = 0.5, **top: object) -> Path:
+    model = spec.get("model", "m")
+    doc = {"base": {"name": "score", "penalty": "none"}, "columns": {"ll": {"weight": weight, "penalty": "none"}},
+           "metric": {"name": "wer"},
+           "scorers": {"ll": {"spec": spec, "signature": signature or SIGNATURE.format(model=model, tag="0" * 12)}},
+           **top}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def evil_model(source: Path, target: Path) -> tuple[Path, Path]:
+    """A copy of a real model whose tokenizer config maps AutoTokenizer to Python code beside it that, if it were
+    ever imported, would write a marker file."""
+    model = shutil.copytree(source, target)
+    marker = target.parent / "marker"
+    (model / "evil.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+                                   "from transformers import PreTrainedTokenizerFast as EvilTokenizer\n")
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["auto_map"] = {"AutoTokenizer": ["evil.EvilTokenizer", "evil.EvilTokenizer"]}
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    return model, marker
+
+
+def digests(*paths: Path) -> dict[str, str]:
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for p in paths
+            for f in ([p] if p.is_file() else sorted(p.rglob("*"))) if f.is_file()}
+
+
+@pytest.mark.parametrize("spec, says", [
+    ({"trust_remote_code": True}, "may not set trust_remote_code (a tuned file never runs code)"),
+    ({"device": "cuda:7"}, "may not set device (where and how a run computes is the applying run's choice"),
+    ({"threads": 0}, "may not set threads"),
+    ({"dtype": "fp16"}, "may not set dtype"),
+    ({"compile": True}, "may not set compile"),
+    ({"budget": 1}, "may not set budget"),
+    ({"store": "/tmp/elsewhere.sqlite"}, "may not set store"),
+    ({"bogus": 1}, "unknown scorers.ll.spec key 'bogus'"),
+    ({"kind": "student", "bogus": 1}, "unknown scorers.ll.spec key 'bogus'"),
+    ({"kind": "bert"}, "unknown scorers.ll.spec.kind 'bert'"),
+    ({"variant": ["a"]}, "unknown scorers.ll.spec key 'variant'"),
+    ({"bos": ["auto"]}, "scorers.ll.spec.bos must be a plain value"),
+    ({"model": 3}, "scorers.ll.spec.model must be a string"),
+], ids=["trust_remote_code", "device", "threads", "dtype", "compile", "budget", "store", "unknown-key",
+        "student-unknown-key", "unknown-kind", "option-of-another-kind", "not-plain", "model-not-text"])
+def test_a_tuned_file_may_name_a_model_and_its_scoring_options_and_nothing_else(spec, says, tmp_path):
+    path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": str(tmp_path / "m"), **spec})
+    with pytest.raises(ConfigError, match=None) as caught:
+        Tuned.load(path)
+    assert str(caught.value).startswith(f"{path}: ") and says in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"weight": float("nan")}, "columns.ll.weight must be a number, not nan"),
+    ({"weight": float("inf")}, "columns.ll.weight must be a number, not inf"),
+    ({"dev": [1, 2]}, "dev must be a mapping"),
+    ({"dev": "abc"}, "dev must be a mapping"),
+    ({"dev": {"wer": "low"}}, "dev.wer must be a number"),
+    ({"search": 3}, "search must be a string"),
+    ({"signature": "ll|model:m@000000000000|bos:au"}, "is not a whole ll signature (cut short or edited?)"),
+    ({"signature": "pll|model:m@000000000000|rescorer:0.1.0"}, "is not a whole ll signature"),
+], ids=["nan-weight", "inf-weight", "dev-list", "dev-text", "dev-value", "search-number", "signature-cut",
+        "signature-of-another-kind"])
+def test_a_tuned_file_of_the_wrong_types_or_with_non_finite_weights_is_one_line(change, says, tmp_path):
+    path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": "m"}, **change)
+    with pytest.raises(ConfigError) as caught:
+        Tuned.load(path)
+    assert str(caught.value).startswith(f"{path}: ") and says in str(caught.value), str(caught.value)
+
+
+def test_weights_that_are_not_finite_are_refused_in_the_api_too():
+    from rescorer.combine import Column
+
+    for weight in (float("nan"), float("-inf"), "0.5"):
+        with pytest.raises(ConfigError, match="weight of ll must be a finite number"):
+            Tuned(Column("score"), (Column("ll"),), {"ll": weight}, {"name": "wer"}, {})
+
+
+def test_a_yaml_1e400_weight_is_infinite_and_refused(tmp_path):
+    path = tmp_path / "tuned.yaml"
+    path.write_text("base: {name: score}\ncolumns: {ll: {weight: 1.0e+400}}\nmetric: {name: wer}\nscorers: {}\n")
+    with pytest.raises(ConfigError, match="columns.ll.weight must be a number, not inf"):
+        Tuned.load(path)
+
+
+def test_nested_yaml_aliases_are_refused_before_they_expand(tmp_path):
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+    path = tmp_path / "tuned.yaml"
+    path.write_text("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\ndev:\n  "
+                    + "\n  ".join(laughs) + "\n")
+    assert path.stat().st_size < 2000  # ~10^9 nodes once expanded
+    with pytest.raises(ConfigError, match=r"aliases \(\*a\) are not allowed"):
+        Tuned.load(path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory", "huge"])
+def test_a_tuned_path_that_is_not_a_small_regular_file_is_one_line_and_never_blocks(kind, tmp_path):
+    path = {"fifo": tmp_path / "pipe", "device": Path("/dev/zero"), "directory": tmp_path,
+            "huge": tmp_path / "tuned.yaml"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    if kind == "huge":
+        path.write_text("# " + "x" * (2 << 20) + "\n")
+    says = {"fifo": "not a regular file but a pipe", "device": "not a regular file but a device",
+            "directory": "expected a file, found a directory", "huge": "is too large for a tuned.yaml"}[kind]
+    with pytest.raises(ConfigError, match=None) as caught:
+        Tuned.load(path)  # a FIFO without a writer would block forever if it were opened
+    assert str(caught.value).startswith(str(path)) and says in str(caught.value), str(caught.value)
+
+
+@pytest.mark.slow
+def test_no_code_from_a_model_directory_runs_whatever_the_tuned_file_says(tiny_causal, tmp_path):
+    model, marker = evil_model(tiny_causal, tmp_path / "evil")
+    inputs = digests(model, DEMO / "test_clean")
+    tuned = rescorer.load_scorer("ll", str(model), store=None, progress=False).signature  # loading runs no code
+    assert not marker.exists() and local_fingerprint(str(model)) in tuned
+    cases = {
+        "asks for remote code": ({"kind": "ll", "model": str(model), "trust_remote_code": True}, tuned,
+                                 "may not set trust_remote_code"),
+        "files changed since tuning": ({"kind": "ll", "model": str(model)},
+                                       tuned.replace(local_fingerprint(str(model)), "0" * 12),
+                                       "not the one these weights were tuned with"),
+    }
+    for name, (spec, signature, says) in cases.items():
+        path = tuned_file(tmp_path / f"{name}.yaml", spec, signature)
+        result = run_cli("task=apply", f"task.tuned={path}", "data=own", f"data.sets.test.nbest={DEMO / 'test_clean'}",
+                         "data.sets.test.every=30", f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, (name, result.stderr)
+        assert lines[0].startswith("rescorer: error: ") and says in lines[0], (name, lines[0])
+        assert not marker.exists() and not (tmp_path / "out").exists(), name
+    path = tuned_file(tmp_path / "same files.yaml", {"kind": "ll", "model": str(model)}, tuned)
+    applied = rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 30}, path)  # the code beside it never runs
+    assert len(applied.nbests["test"]) == 10
+    assert not marker.exists() and digests(model, DEMO / "test_clean") == inputs
