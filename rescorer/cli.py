@@ -58,8 +58,10 @@ def run(cfg) -> None:
 
 
 def fail(reason: str) -> NoReturn:
-    """What the user can fix: one line, exit 2."""
-    print(f"rescorer: error: {reason}", file=sys.stderr)
+    """What the user can fix: one line (control characters from the input made visible), exit 2."""
+    from .safetext import visible
+
+    print(f"rescorer: error: {visible(reason)}", file=sys.stderr)
     sys.exit(2)
 
 

@@ -3,12 +3,12 @@ set's numbers, the weight curve and every changed 1-best, its words coloured aga
 from __future__ import annotations
 
 import base64
-from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .changes import VERDICTS, Change, word_marks
 from .files import write_text
+from .safetext import for_html
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
 
@@ -91,15 +91,15 @@ JS_BODY = """(function () {
 def words(ref: str, hyp: str, against: str = "reference") -> str:
     """``hyp`` as HTML, its words marked against ``ref`` (named ``against`` in tooltips): substituted, inserted,
     and ``ref`` words left out."""
-    where = escape(against)
+    where = for_html(against)
     html = {"equal": "{b}", "substitute": f'<span class="sub" title="{where}: {{a}}">{{b}}</span>',
             "insert": '<ins class="ins" title="added">{b}</ins>', "delete": '<del class="del" title="left out">{a}</del>'}
-    out = [html[op].format(a=escape(a or ""), b=escape(b or "")) for op, a, b in word_marks(ref, hyp)]
+    out = [html[op].format(a=for_html(a or ""), b=for_html(b or "")) for op, a, b in word_marks(ref, hyp)]
     return " ".join(out) or '<span class="note">(empty)</span>'
 
 
 def _number(value: Any) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else escape(str(value))
+    return f"{value:.2f}" if isinstance(value, float) else for_html(str(value))
 
 
 def numbers_table(entry: Mapping[str, Any], metric: str) -> str:
@@ -124,8 +124,8 @@ def numbers_table(entry: Mapping[str, Any], metric: str) -> str:
     if not cells:
         return '<p class="note">No numbers for this set.</p>'
     scored = any(k in entry for k in ("baseline", "rescored", "oracle"))
-    caption = f"<caption>{escape(unit)}</caption>" if scored else ""
-    head = "".join(f'<th scope="col" title="{escape(tip)}">{escape(label)}</th>' for label, tip, _ in cells)
+    caption = f"<caption>{for_html(unit)}</caption>" if scored else ""
+    head = "".join(f'<th scope="col" title="{for_html(tip)}">{for_html(label)}</th>' for label, tip, _ in cells)
     return f'<table class="numbers">{caption}<thead><tr>{head}</tr></thead><tbody><tr>' \
            f'{"".join(c for *_, c in cells)}</tr></tbody></table>'
 
@@ -143,16 +143,16 @@ def change_item(change: Change) -> str:
     one, after against before)."""
     if change.ref is None:
         rows = [("reference", '<span class="note">(none: after is marked against before)</span>'),
-                ("before", escape(change.before) or '<span class="note">(empty)</span>'),
+                ("before", for_html(change.before) or '<span class="note">(empty)</span>'),
                 ("after", words(change.before, change.after, "before"))]
     else:
-        rows = [("reference", escape(change.ref) or '<span class="note">(empty)</span>'),
+        rows = [("reference", for_html(change.ref) or '<span class="note">(empty)</span>'),
                 ("before", words(change.ref, change.before)), ("after", words(change.ref, change.after))]
-    verdict = escape(change.verdict)
+    verdict = for_html(change.verdict)
     body = "".join(f'<div class="row"><span class="lab">{lab}</span><span class="txt">{text}</span></div>'
                    for lab, text in rows)
-    return (f'<li class="change {verdict}"><div class="top"><span class="id">{escape(change.id)}</span>'
-            f'<span class="badge {verdict}">{verdict}</span><span class="score">{escape(_score(change))}</span>'
+    return (f'<li class="change {verdict}"><div class="top"><span class="id">{for_html(change.id)}</span>'
+            f'<span class="badge {verdict}">{verdict}</span><span class="score">{for_html(_score(change))}</span>'
             f"</div>{body}</li>")
 
 
@@ -173,7 +173,7 @@ def changes_block(changes: Sequence[Change]) -> str:
 
 def set_section(name: str, entry: Mapping[str, Any], metric: str, changes: Sequence[Change]) -> str:
     tag = '<span class="tag">weights tuned on this set</span>' if entry.get("tuned_on_this_set") else ""
-    return (f'<section class="set" id="set-{escape(name)}"><h2>{escape(name)}{tag}</h2>'
+    return (f'<section class="set" id="set-{for_html(name)}"><h2>{for_html(name)}{tag}</h2>'
             f"{numbers_table(entry, metric)}<h3>Changed 1-best</h3>{changes_block(changes)}</section>")
 
 
@@ -184,16 +184,16 @@ def weights_text(weights: Mapping[str, Any]) -> str:
 def header(report: Mapping[str, Any], metric: str, sets: Sequence[str]) -> str:
     """Title and what the run was: metric, tuning set, weights, signature; links to the sets."""
     about = {"wer": "WER: word error rate, lower is better", "bleu": "BLEU: higher is better"}.get(metric, metric)
-    meta = [("metric", escape(about)), ("tuned on", escape(str(report.get("tuned_on") or "")))]
+    meta = [("metric", for_html(about)), ("tuned on", for_html(str(report.get("tuned_on") or "")))]
     if report.get("weights") is not None:
-        meta.append(("weights", escape(weights_text(report["weights"]) or "none")))
+        meta.append(("weights", for_html(weights_text(report["weights"]) or "none")))
     if report.get("signature"):
-        meta.append(("signature", f'<code>{escape(str(report["signature"]))}</code>'))
+        meta.append(("signature", f'<code>{for_html(str(report["signature"]))}</code>'))
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta if v)
-    links = "".join(f'<a href="#set-{escape(name)}">{escape(name)}</a>' for name in sets)
+    links = "".join(f'<a href="#set-{for_html(name)}">{for_html(name)}</a>' for name in sets)
     legend = ('<p class="note legend">Words against the reference: <span class="sub">substituted</span> '
               '<ins class="ins">inserted</ins> <del class="del">left out</del></p>')
-    return f'<h1>{escape(title(report))}</h1><dl class="meta">{rows}</dl><nav>Sets: {links}</nav>{legend}'
+    return f'<h1>{for_html(title(report))}</h1><dl class="meta">{rows}</dl><nav>Sets: {links}</nav>{legend}'
 
 
 def title(report: Mapping[str, Any]) -> str:
@@ -217,7 +217,7 @@ def html_page(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]]
     body = "\n".join(set_section(name, entry, metric, changes.get(name, ())) for name, entry in sets.items())
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{escape(title(report))}</title><script>{JS_HEAD}</script><style>{CSS}</style></head>\n"
+            f"<title>{for_html(title(report))}</title><script>{JS_HEAD}</script><style>{CSS}</style></head>\n"
             f"<body><main>{header(report, metric, list(sets))}{plot(plot_png)}\n{body}</main>"
             f"<script>{JS_BODY}</script></body></html>\n")
 

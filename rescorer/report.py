@@ -9,8 +9,10 @@ from typing import Any, Mapping, Sequence, Tuple, Union
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .files import write_text
+from .safetext import code, fenced, for_markdown, visible
 
 
 Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or (key path, header in words)
@@ -27,11 +29,11 @@ def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequen
     body = markdown(report, headers, rows, title, key.removesuffix("s"))
     if notes:
         head, _, rest = body.partition("\n\n")
-        body = head + "\n\n```text\n" + "\n".join(notes) + "\n```\n\n" + rest
+        body = head + "\n\n" + fenced(list(notes)) + "\n\n" + rest
     write_text(out / "report.md", body)
     print_table(rows, headers, title, report.get("signature", ""), key.removesuffix("s"))
     for line in notes:
-        print(line)
+        print(visible(line))
     return out / "report.json"
 
 
@@ -75,18 +77,21 @@ def table_rows(report: Mapping[str, Any], columns: Sequence[str], key: str = "se
 
 def markdown(report: Mapping[str, Any], columns: Sequence[str], rows: list[list[str]], title: str,
              first: str = "set") -> str:
+    """The report as Markdown; every name and value from the input or the config is shown literally."""
     header = [first, *columns]
-    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", f"Signature: `{report.get('signature', '')}`", ""]
+    lines = [f"# {for_markdown(title)}", "", "| " + " | ".join(map(for_markdown, header)) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(for_markdown, row)) + " |" for row in rows]
+    lines += ["", f"Signature: {code(report.get('signature', ''))}", ""]
     return "\n".join(lines)
 
 
 def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signature: str, first: str = "set") -> None:
-    table = Table(title=title, caption=signature)
-    table.add_column(first)
+    """The table on the terminal; names and values are plain text to rich (never markup), controls made visible."""
+    table = Table(title=Text(visible(title)), caption=Text(visible(signature)))
+    table.add_column(Text(visible(first)))
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(Text(visible(column)), justify="right")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(visible(cell)) for cell in row))
     Console(width=max(110, 14 * len(columns) + 24)).print(table)

@@ -31,6 +31,7 @@ from ..changes import Change, changed
 from ..html_report import write_html
 from ..io import check_nbest, natural_base
 from ..files import write_text
+from ..safetext import visible
 from ..summary import summary
 from .scales import match_scales, search_warnings
 from .reports import Interval, Report, SearchSummary, SetReport
@@ -196,7 +197,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     result = tune(prepared[dev], columns, search)
     warnings = search_warnings(result, columns)
     for warning in warnings:
-        print(f"rescorer: warning: {warning}", file=sys.stderr)
+        print(f"rescorer: warning: {visible(warning)}", file=sys.stderr)
     weights = np.array([result.weights[c.name] for c in columns])
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None

@@ -1,0 +1,66 @@
+"""Text from inputs and configs reaches people only inert: no terminal control sequence, no live Markdown or HTML,
+no rich markup, in the terminal, report.md and report.html; the data files keep the text unchanged."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import rescorer
+from rescorer.safetext import code, fenced, for_html, for_markdown, visible
+
+ESCAPES = ["\x1b]0;pwned\x07", "\x1b[2J", "\x1b[31mred\x1b[0m", "\u202eevil", "a\u2028b", "\x9b31m"]
+MARKUP = ["<img src=x onerror=alert(1)>", "a | b | c", "```", "`tick`", "[bold red]X[/bold red]", "[/x]", "**b**"]
+PAYLOADS = ESCAPES + MARKUP
+CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\u2028")  # what a terminal acts on
+ACTIVE = (*CONTROLS, "<img src=x")  # and what a Markdown or HTML page acts on
+
+
+def hostile_list(path: Path) -> Path:
+    """Seven utterances whose ids, references and hypotheses carry the payloads; the LM column `lm` prefers the
+    second hypothesis, so re-ranking changes 1-bests and the examples show the payloads."""
+    lines = []
+    for k, payload in enumerate(PAYLOADS):
+        hyps = [{"text": f"one {payload} two", "scores": {"am": -1.0, "lm": -9.0}},
+                {"text": f"one {payload} three", "scores": {"am": -1.5, "lm": -1.0}}]
+        lines.append(json.dumps({"id": f"u{k}-{''.join(payload.split())}", "ref": f"one {payload} three", "hyps": hyps}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_hostile_names_and_texts_reach_the_terminal_and_the_reports_inert(tmp_path, capsys):
+    source = hostile_list(tmp_path / "in.jsonl")
+    before = source.read_bytes()
+    name = "[bold red]X[/bold red]<img src=x onerror=alert(1)>[/x]\x1b[2J"
+    column = "lm"
+    result = rescorer.rescore(sets={"dev": str(source)}, base="am", columns={column: {"range": [0, 1], "step": 0.5}},
+                              out_dir=tmp_path / "out", data=name, bootstrap=20)
+    shown = capsys.readouterr()
+    terminal = shown.out + shown.err
+    assert result.report.sets["dev"].changed_1best > 0
+    assert not any(bad in terminal for bad in CONTROLS), [bad for bad in CONTROLS if bad in terminal]
+    assert name.replace("\x1b", "\\x1b") in terminal and "\\x1b]0;pwned\\x07" in terminal  # shown, not applied
+    page = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert not any(bad in page for bad in ACTIVE)
+    assert "# \\[bold red\\]X\\[/bold red\\]&lt;img src=x onerror=alert\\(1\\)&gt;\\[/x\\]\\\\x1b\\[2J: " in page
+    fence = re.match(r"(`{3,})text$", page.split("\n\n")[1].splitlines()[0]).group(1)
+    block = page.split(fence + "text\n", 1)[1].split("\n" + fence + "\n", 1)[0]
+    assert all(len(run) < len(fence) for run in re.findall("`+", block))  # no line inside closes the block early
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert not any(bad in html for bad in ACTIVE) and "&lt;img src=x" in html
+    assert source.read_bytes() == before
+    written = (tmp_path / "out" / "dev.jsonl").read_text(encoding="utf-8")
+    assert "\x1b]0;pwned\x07" in written or "\\u001b]0;pwned\\u0007" in written  # the data keep the text
+
+
+@pytest.mark.parametrize("text", PAYLOADS)
+def test_each_way_of_showing_text_leaves_nothing_active(text):
+    for shown in (visible(text), for_markdown(text), for_html(text), code(text), fenced([text, "after"])):
+        assert not any(c in shown for c in "\x1b\x07\x9b\u202e\u2028")
+    assert "<" not in for_markdown(text) and "<" not in for_html(text)
+    assert not re.search(r"(?<!\\)[|`\[\]*]", for_markdown(text))  # table cells, code, links and emphasis escaped
+    block = fenced([text, "after"]).splitlines()
+    assert block[0].startswith(block[-1]) and all(not line.startswith(block[-1]) for line in block[1:-1])
+    assert visible("plain words, é, 中文") == "plain words, é, 中文"
