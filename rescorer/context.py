@@ -20,8 +20,9 @@ SEPARATOR = "\ue000"  # a private-use character: no text holds it, and no normal
 SOURCES = ("first_pass", "rescored", "reference")
 # Formats whose lists are one document in order (translation, HyPoradise): the position is the line.
 ORDERED = frozenset({"fairseq", "moses", "marian", "sockeye", "hyporadise", "mlm-scoring"})
-OPTIONS = {"utterances": Option("integer", low=1), "tokens": Option("integer", low=1),
-           "source": Option("text"), "group": Option("text", null=True), "following": Option("integer", low=0)}
+OPTIONS = {"utterances": Option("integer", low=1, high=1000), "tokens": Option("integer", low=1, high=1 << 20),
+           "source": Option("text"), "group": Option("text", null=True),
+           "following": Option("integer", low=0, high=1000)}
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,6 @@ def checked(prefix: str, values: Mapping[str, Any], options: Mapping[str, Option
 
 TEXT, PATH, MAPPING, FLAG = Option("text"), Option("path"), Option("mapping"), Option("flag")
 SEED = Option("integer", low=0)              # numpy's generators take no negative seed
-RESAMPLES = Option("integer", low=1)         # bootstrap resamples
-COUNT = Option("integer", low=0)             # how many of something, none allowed
-RUN = {"bootstrap": RESAMPLES, "seed": SEED, "halves": COUNT}  # a rescoring run's own (task.bootstrap, …)
+RESAMPLES = Option("integer", low=1, high=100_000)  # bootstrap resamples (each one a row of utterance draws)
+HALVES = Option("integer", low=0, high=1000)  # random half-splits, each a whole tuning run
+RUN = {"bootstrap": RESAMPLES, "seed": SEED, "halves": HALVES}  # a rescoring run's own (task.bootstrap, …)

@@ -5,17 +5,18 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import UnknownNameError, check_known
 from ..metrics import NBestStats
-from ..options import COUNT, RESAMPLES, SEED, Option, checked
+from ..options import RESAMPLES, SEED, Option, checked
 from ..types import NBest
 from .interpolate import Column, Features
 from .robust import robust_search
 from .search import SearchResult, fast_search, grid_search
 
+RESTARTS = Option("integer", low=1, high=10_000)
 SEARCHES = {  # each search rule's options: what ``search.<key>`` may hold
     "grid": {},
-    "fast": {"restarts": Option("integer", low=1), "seed": SEED, "exhaustive_up_to": COUNT},
+    "fast": {"restarts": RESTARTS, "seed": SEED, "exhaustive_up_to": Option("integer", low=0, high=10_000_000)},
     "robust": {"samples": RESAMPLES, "level": Option("number", low=0, high=1, strict=True), "seed": SEED,
-               "restarts": Option("integer", low=1)},
+               "restarts": RESTARTS},
 }
 
 

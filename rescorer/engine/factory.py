@@ -51,7 +51,8 @@ class EngineSettings:
 
 ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
 SCORER = {"kind": TEXT, "model": Option("path", null=True)}
-ENGINE_OPTIONS = {"budget": Option("integer", low=1, null=True), "threads": Option("integer", low=1, null=True),
+ENGINE_OPTIONS = {"budget": Option("integer", low=1, high=1 << 24, null=True),
+                  "threads": Option("integer", low=1, high=4096, null=True),
                   "compile": Option("flag"), "progress": Option("flag", null=True), "store": Option("path", null=True),
                   "scale": Option("mapping", null=True)}
 
