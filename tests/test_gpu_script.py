@@ -27,11 +27,13 @@ KEYS = {  # what a GPU run writes, stage by stage: the rehearsal must write exac
 }
 
 
-def gpu_script(out: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GPU_REHEARSAL": "1", "PYTHON": sys.executable, "GPU_CACHE": str(tmp / "models"), **dict(
-        e.split("=", 1) for e in extra)}
+def gpu_script(out: Path, tmp: Path) -> subprocess.CompletedProcess:
+    """The script as a GPU machine runs it, in rehearsal; its budget is far over what the rehearsal needs, so that
+    no stage meets its cap however busy the machine is (caps are tested without timing, below)."""
+    env = {**os.environ, "GPU_REHEARSAL": "1", "PYTHON": sys.executable, "GPU_CACHE": str(tmp / "models"),
+           "GPU_BUDGET": "36000"}
     return subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh"), str(out)], capture_output=True, text=True,
-                          env=env, timeout=600, stdin=subprocess.DEVNULL)
+                          env=env, timeout=3600, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from rescorer.files import atomic_dir, staging_prefix, write_text
 from rescorer.io import read_nbest
 from rescorer.pipeline.outputs import RunDir
 
-from .conftest import DEMO
+from .conftest import DEMO, ROOT
 from .test_hostile import CTC, RESCORER, assert_one_line_exit_2
 
 RUN = ["task=rescore", "data=own", "scorer=[]", CTC, "task.bootstrap=50", "engine.progress=false"]
@@ -292,3 +293,47 @@ def test_an_id_with_whitespace_names_the_input_line_and_the_final_output(workspa
         workspace, *RUN, "data.sets.dev.nbest=spaced.jsonl", "out_dir=o/chain2", "engine.store=s.sqlite",
         expected=("spaced.jsonl:4: utterance id contains whitespace", "o/chain2/dev/1best.txt", repr(record["id"])))
     assert ".tmp" not in stderr
+
+
+@pytest.mark.parametrize("fixture, named, fmt", [("fairseq/generate-test.v0.9.txt", "generate-1best.txt", "fairseq"),
+                                                 ("jsonl/nbest.jsonl", "1best.txt", "jsonl"),
+                                                 ("jsonl/nbest.jsonl", "text", "jsonl")])
+def test_an_input_named_like_an_output_keeps_its_re_ranked_copy(fixture, named, fmt, tmp_path):
+    """The re-ranked list and the 1-best files are different files whatever the input is called, and report.json
+    names each file for what it holds."""
+    source = tmp_path / "in" / named
+    source.parent.mkdir()
+    text = (ROOT / "tests" / "fixtures" / "formats" / fixture).read_text()
+    if fmt == "jsonl":  # every utterance needs its reference to tune on
+        records = [json.loads(line) for line in text.splitlines()]
+        text = "".join(json.dumps({**r, "ref": r["ref"] or r["hyps"][0]["text"]}) + "\n" for r in records)
+    source.write_text(text)
+    base = {"fairseq": "score", "jsonl": "am"}[fmt]
+    result = rescorer.rescore(sets={"dev": {"nbest": str(source), "fmt": fmt}}, base=base, columns={},
+                              out_dir=tmp_path / "out", bootstrap=10)
+    outputs = json.loads((tmp_path / "out" / "report.json").read_text())["sets"]["dev"]["outputs"]
+    native = Path(outputs["native"])
+    assert native.name == f"nbest-{named}" and native.parent == tmp_path / "out" / "dev"
+    rewritten = read_nbest(native, fmt=fmt)
+    assert [len(u.hyps) for u in rewritten] == [len(u.hyps) for u in result.nbests["dev"]]
+    lines = (tmp_path / "out" / "dev" / "1best.txt").read_text().splitlines()  # `id text` (ASR) or `text` (MT)
+    best = [u.hyps[0].text for u in result.nbests["dev"]]
+    assert len(lines) == len(best) and all(line.endswith(text) for line, text in zip(lines, best))
+
+
+@pytest.mark.parametrize("names, says", [
+    (["a", "a.jsonl"], "set 'a.jsonl' would write a.jsonl in out_dir, where set 'a' writes too"),
+    (["report.json"], "set 'report.json' would write report.json in out_dir, where the run itself writes too"),
+    (["tuned.yaml"], "where the run itself writes too"),
+    (["weights_dev.png"], "where the run's weight plots writes too"),
+    (["report"], "set 'report' would write report.jsonl"),
+])
+def test_sets_whose_outputs_would_collide_are_refused_before_any_work(names, says, tmp_path):
+    sets = {name: {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), "every": 100}
+            for name in names}
+    if "report" in names:  # report.jsonl is free, so this one runs: no collision where there is none
+        rescorer.rescore(sets=sets, dev="report", columns={}, out_dir=tmp_path / "ok", bootstrap=10)
+        return
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        rescorer.rescore(sets=sets, columns={}, out_dir=tmp_path / "out", bootstrap=10)
+    assert not (tmp_path / "out").exists()

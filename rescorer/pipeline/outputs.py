@@ -18,6 +18,9 @@ from ..io.target import check_line_ids
 from ..types import NBest
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
+RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
+ONE_BEST, KALDI_TEXT, FAIRSEQ_ONE_BEST = "1best.txt", "text", "generate-1best.txt"
+SET_FILES = (ONE_BEST, KALDI_TEXT, FAIRSEQ_ONE_BEST)  # a set's 1-best files beside its re-ranked list
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,25 @@ def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBes
     if out_dir is None or isinstance(out_dir, OutDir):
         return out_dir
     check_set_names(sets)
+    check_output_names(sets)
     stores = [scorer.engine.store.path for scorer in scorers.values() if scorer.engine.store is not None]
     files = [path for nbest in sets.values() for path in nbest.inputs if os.path.lexists(path)]  # not "generate"
     read = [*files, *stores, *inputs]
     return out_dir_for(out_dir, [path for path in read if path])
+
+
+def check_output_names(names: Iterable[str]) -> None:
+    """Before any work: refuse sets whose outputs (``NAME/`` and ``NAME.jsonl``) would land on each other's or on
+    the run's own files (``report.json``, ``tuned.yaml``, ``weights_*.png``, …)."""
+    taken: dict[str, str] = {name: "the run itself" for name in RUN_FILES}
+    for name in names:
+        for written in (name, f"{name}.jsonl"):
+            owner = taken.get(written) or ("the run's weight plots" if written.startswith("weights_")
+                                           and written.endswith(".png") else None)
+            if owner:
+                raise ConfigError(f"set {name!r} would write {written} in out_dir, where {owner} writes too: "
+                                  "rename the set")
+            taken[written] = f"set {name!r}"
 
 
 @dataclass(frozen=True)
@@ -115,7 +133,9 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]
     ``out`` (a run's staging directory, or a plain directory)."""
     out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
     source = Path(nbest.source)
-    native = out.path(name, "nbest" if nbest.fmt in DIRECTORY_FORMATS else source.name or f"nbest.{nbest.fmt}")
+    named = source.name or f"nbest.{nbest.fmt}"
+    native = out.path(name, "nbest" if nbest.fmt in DIRECTORY_FORMATS else
+                      f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
     jsonl = out.path(f"{name}.jsonl")
     write_nbest(nbest, native)
     write_nbest(nbest, jsonl, "jsonl")
@@ -135,11 +155,11 @@ def write_toolkit_1best(nbest: NBest, directory: Path) -> Path | None:
     """The 1-best in the file its toolkit's own scoring reads: ESPnet/Kaldi ``text`` (``id words``), fairseq
     ``generate-1best.txt`` (the best H/D lines per id); None for formats whose 1-best is ``1best.txt`` itself."""
     if nbest.fmt in ("espnet2", "espnet1", "kaldi"):
-        path = directory / "text"
+        path = directory / KALDI_TEXT
         write_1best(nbest, path, with_ids=True)
         return path
     if nbest.fmt == "fairseq":
-        path = directory / "generate-1best.txt"
+        path = directory / FAIRSEQ_ONE_BEST
         write_nbest(nbest.with_utterances([replace(u, hyps=u.hyps[:1]) for u in nbest]), path)
         return path
     return None

@@ -35,7 +35,8 @@ from ..safetext import visible
 from ..summary import summary
 from .scales import match_scales, search_warnings
 from .reports import Interval, Report, SearchSummary, SetReport
-from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored, write_toolkit_1best
+from .outputs import (ONE_BEST, OutDir, RunDir, checked_out_dir, run_dir, write_1best, write_scored,
+                      write_toolkit_1best)
 from .scoring import check_contexts, context_notes, reranking, score_nbest, set_perplexities
 from .sets import tuning_set
 from .tuned import FILE as TUNED_FILE, Tuned
@@ -333,7 +334,7 @@ def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: 
 
 def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
     """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be."""
-    written = {**write_scored(nbest, out, name), "1best": out.path(name, "1best.txt")}
+    written = {**write_scored(nbest, out, name), "1best": out.path(name, ONE_BEST)}
     write_1best(nbest, written["1best"], with_ids=metric.name == "wer")
     toolkit = write_toolkit_1best(nbest, out.path(name))
     if toolkit is not None:
