@@ -58,6 +58,10 @@ CASES = {
     "misspelt device": ([CTC, "scorer=[pll]", "engine.device=cdua"], ["device", "'cdua'"]),
     "unknown dtype": ([CTC, "scorer=[pll]", "engine.dtype=float17"], ["dtype", "'float17'"]),
     "unknown case": ([CTC, "scorer=[pll]", "scorer.pll.case=shout"], ["case", "'shout'"]),
+    "a set name with a dot": ([CTC, "+data.sets.eval.2024.nbest=" + str(DEMO / "test_clean")],
+                              ["data.sets.eval has no nbest but a key '2024'", "data.sets.eval_2024.nbest=PATH"]),
+    "references without a list": ([CTC, "+data.sets.eval.refs=" + str(DEMO / "test_clean" / "ref.trn")],
+                                  ["data.sets.eval.refs is given but data.sets.eval.nbest is not"]),
     "misspelt data set key": ([CTC, "++data.sets.dev_other.evry=3"], ["dev_other", "'evry'", "every"]),
     "misspelt engine key": ([CTC, "++engine.bugdet=5"], ["'bugdet'", "budget"]),
 }

@@ -65,6 +65,19 @@ class NBestSet:
         return detect_format(self.nbest) if self.fmt == "auto" else self.fmt
 
 
+def unset(name: str, spec: Mapping[str, Any]) -> None:
+    """A set without ``nbest`` is left out only when nothing else was given for it either: a stray key is what a
+    dotted set name becomes on the command line, and references without a list are a list forgotten."""
+    stray = [key for key in spec if key not in SUBSET]
+    if stray:
+        raise ConfigError(f"data.sets.{name} has no nbest but a key {stray[0]!r}: on the command line a dot in a set "
+                          f"name nests it (data.sets.{name}.{stray[0]}…); name the set without dots, e.g. "
+                          f"data.sets.{name}_{stray[0]}.nbest=PATH")
+    if spec.get("refs") is not None:
+        raise ConfigError(f"data.sets.{name}.refs is given but data.sets.{name}.nbest is not: name its N-best list "
+                          f"(data.sets.{name}.nbest=PATH)")
+
+
 @dataclass
 class Corpus:
     """The sets of one experiment (e.g. dev_other for tuning, test_clean for reporting) and its metric."""
@@ -75,6 +88,9 @@ class Corpus:
     root: str | None = None  # the base directory the set paths were built from (informational)
 
     def __post_init__(self) -> None:
+        for name, spec in (self.sets or {}).items():
+            if isinstance(spec, Mapping) and spec.get("nbest") is None:
+                unset(name, spec)
         given = {k: v for k, v in (self.sets or {}).items()
                  if v is not None and (isinstance(v, NBestSet) or v.get("nbest") is not None)}
         if not given:
