@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +19,22 @@ CREATE TABLE IF NOT EXISTS scores (
     PRIMARY KEY (signature, text)
 ) WITHOUT ROWID;
 """
+
+
+def valid_row(total: object, tokens: object) -> tuple[float, list[float]] | None:
+    """A stored row as the tool writes it — a total that is a number, finite (or −inf for a text with no scored
+    token), and a JSON list of finite numbers — or None."""
+    try:
+        scores = json.loads(tokens)  # type: ignore[arg-type]
+        if not isinstance(scores, list) or not math.isfinite(math.fsum(scores)):
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if isinstance(total, bool) or not isinstance(total, (int, float)) or math.isnan(total):
+        return None
+    if math.isinf(total) and (total > 0 or scores):
+        return None
+    return float(total), [float(score) for score in scores]
 
 
 class ScoreStore:
@@ -61,7 +78,10 @@ class ScoreStore:
             marks = ",".join("?" * len(chunk))
             rows = self.db.execute(
                 f"SELECT text, total, tokens FROM scores WHERE signature = ? AND text IN ({marks})", [signature, *chunk])
-            out.update({text: (total, json.loads(tokens)) for text, total, tokens in rows})
+            for text, total, tokens in rows:
+                row = valid_row(total, tokens)
+                if row is not None:  # a row the tool never wrote is left out: it is computed again and replaced
+                    out[text] = row
 
     def put(self, signature: str, scores: Mapping[str, tuple[float, Sequence[float]]]) -> None:
         """Store finished sentences in one transaction (all or nothing)."""

@@ -95,3 +95,32 @@ def test_killed_run_resumes_from_the_store(tiny_models, tmp_path):
     fresh = load_scorer("pll", str(tiny_models["bert"]), progress=False).score([texts[i] for i in sample])
     np.testing.assert_allclose([resumed[i] for i in sample], fresh, atol=1e-5)
     assert all(resumed[i] == pytest.approx(kept[texts[i]][0], abs=0) for i in range(len(texts)) if texts[i] in kept)
+
+
+@pytest.mark.parametrize("total, tokens", [
+    ("NaN", "[-1.0, -2.0]"), (float("inf"), "[]"), (float("-inf"), "[-1.0]"), ("abc", "[-1.0]"),
+    (b"\x00blob", "[-1.0]"), (-3.0, "not json"), (-3.0, "null"), (-3.0, '{"a": 1}'), (-3.0, '[-1.0, "x"]'),
+    (-3.0, "[NaN]"), (-3.0, "[1e999]"), (-3.0, b"\x00"),
+], ids=["nan-total", "inf-total", "minus-inf-with-tokens", "text-total", "blob-total", "tokens-not-json",
+        "tokens-null", "tokens-object", "token-text", "token-nan", "token-overflow", "tokens-blob"])
+def test_a_row_the_tool_never_wrote_is_computed_again_and_replaced(total, tokens, tiny_causal, tmp_path):
+    """A store is input too: a row no run writes (it passes SQLite's own check) is never trusted; the text is
+    scored again, the row replaced, and the scores equal a run without a store."""
+    import sqlite3
+
+    texts = ["the cat sat", "a dog ran", ""]
+    fresh = load_scorer("ll", str(tiny_causal), store=None, progress=False).compute(texts)
+    path = tmp_path / "store.sqlite"
+    scorer = load_scorer("ll", str(tiny_causal), store=str(path), progress=False)
+    scorer.compute(texts)
+    scorer.engine.store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE scores SET total = ?, tokens = ? WHERE text = ?", (total, tokens, "the cat sat"))
+    with ScoreStore(path) as store:
+        assert set(store.get(scorer.signature, texts)) == {"a dog ran", ""}
+    again = load_scorer("ll", str(tiny_causal), store=str(path), progress=False).compute(texts)
+    assert again.stats.cached == 2 and again.stats.rows_computed == 1  # that text alone, in a batch of its own
+    assert np.allclose(again.totals, fresh.totals, atol=1e-4)
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(again.tokens, fresh.tokens))
+    with ScoreStore(path) as store:
+        assert store.get(scorer.signature, texts)["the cat sat"] == (again.totals[0], again.tokens[0])
