@@ -75,3 +75,22 @@ def test_round_trip(fmt, tmp_path_factory):
                     assert math.isclose(g.scores[column], value, rel_tol=1e-12, abs_tol=1e-9), column
 
     check()
+
+
+@pytest.mark.parametrize("breaker", ["\u2028", "\u2029", "\x85"])
+def test_text_holding_a_unicode_line_break_is_written_and_read_back_as_one_record(breaker, tmp_path):
+    """JSON allows U+2028, U+2029 and U+0085 raw, but many tools split lines on them: they are written escaped, and
+    read back (whatever the writer) as part of the text."""
+    text = f"one{breaker}two"
+    nbest = NBest((Utterance("u1", (Hypothesis(text, {"am": -1.0}), Hypothesis("three", {"am": -2.0})), ref=text),
+                   Utterance("u2", (Hypothesis("four", {"am": -1.0}),), ref="four")))
+    path = tmp_path / "out.jsonl"
+    write_nbest(nbest, path, "jsonl")
+    written = path.read_text(encoding="utf-8")
+    assert breaker not in written and len(written.split("\n")) == 3 and len(written.splitlines()) == 2
+    back = read_nbest(path)  # fmt=auto sniffs the first record
+    assert back.texts() == nbest.texts() and back.refs() == nbest.refs()
+    raw = tmp_path / "raw.jsonl"  # another tool's output, the character left raw in the first record
+    raw.write_text(written.replace(breaker.encode("unicode_escape").decode().replace("\\x85", "\\u0085"), breaker),
+                   encoding="utf-8")
+    assert breaker in raw.read_text(encoding="utf-8") and read_nbest(raw).texts() == nbest.texts()

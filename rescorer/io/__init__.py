@@ -10,7 +10,7 @@ from ..errors import ConfigError, NBestFormatError
 from ..options import PATH, TEXT, Option, checked
 from ..types import Hypothesis, NBest, Utterance
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo, records, recordwrite
-from .common import load_json, read_text
+from .common import load_json, read_text, split_lines
 from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .target import check_writable
@@ -74,7 +74,7 @@ def detect_format(path: str | Path) -> str:
             return "kaldi"
         raise NBestFormatError(path, None, "unknown N-best directory layout (expected <n>best_recog/ or words_text)")
     text = read_text(path)
-    lines = text.splitlines()[:200]
+    lines = split_lines(text)[:200]
     first = next((line for line in lines if line.strip()), "")
     if first.lstrip().startswith("[") and records.looks_like_hyporadise(text):
         return "hyporadise"

@@ -63,6 +63,15 @@ def read_text(path: str | os.PathLike) -> str:
     return text
 
 
+LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def json_line(value: object) -> str:
+    """``value`` as one line of JSON (UTF-8 kept), with the characters other tools take for line breaks (U+2028,
+    U+2029, U+0085; JSON escapes the rest) escaped, so that any JSONL reader finds one record per line."""
+    return json.dumps(value, ensure_ascii=False).translate(LINE_BREAKERS)
+
+
 def split_lines(text: str) -> list[str]:
     """Lines split on "\\n" only (not on U+2028 and friends), "\\r\\n" tolerated, no empty last line."""
     lines = text.split("\n")

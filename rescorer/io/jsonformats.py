@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import find_key, format_number, json_score, load_json, parse_score, read_lines, read_text, require_ranks
+from .common import (find_key, format_number, json_line, json_score, load_json, parse_score, read_lines, read_text,
+                     require_ranks)
 from .target import NATIVE_KEY, Target, native_format
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
@@ -99,7 +100,7 @@ def jsonl_line(utt: Utterance) -> str:
     obj: dict[str, Any] = {"id": utt.id, "ref": utt.ref, "hyps": hyps}
     if utt.meta:
         obj["meta"] = dict(utt.meta)
-    return json.dumps(obj, ensure_ascii=False)
+    return json_line(obj)
 
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
@@ -158,7 +159,7 @@ def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = Non
         obj["translations"] = [h.text for h in utt.hyps]
         obj["scores"] = scores
         obj.update({k: json.loads(v) for k, v in target.meta(utt.meta).items()})
-        lines.append(json.dumps(obj, ensure_ascii=False))
+        lines.append(json_line(obj))
     write_text(path, "".join(f"{line}\n" for line in lines))
 
 

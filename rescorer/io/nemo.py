@@ -5,13 +5,12 @@ There are no ids in the TSV: grouping comes from the input manifest (JSONL with
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import load_json, parse_score, read_lines, text_lines
+from .common import json_line, load_json, parse_score, read_lines, text_lines
 from .target import Target, check_stem_id
 
 
@@ -89,5 +88,5 @@ def write(nbest: NBest, path: str | Path, manifest: str | Path | None = None, sc
     lines = [f"{h.text}\t{target.value(u, h, target.overall(u, h))}" for u in nbest for h in u.hyps]
     write_text(path, text_lines(lines, path))
     if manifest is not None:
-        rows = [json.dumps({"audio_filepath": f"{u.id}.wav", "text": u.ref or ""}, ensure_ascii=False) for u in nbest]
+        rows = [json_line({"audio_filepath": f"{u.id}.wav", "text": u.ref or ""}) for u in nbest]
         write_text(manifest, text_lines(rows, manifest))

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
-from .common import is_number_text, load_json, parse_score, read_text, split_lines
+from .common import is_number_text, json_line, load_json, parse_score, read_text, split_lines
 
 CONTAINERS = ("auto", "json", "jsonl", "csv", "tsv")
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
@@ -169,7 +169,7 @@ def record_id(record: Mapping[str, Any], spec: Fields, index: int, path: Path, l
 def skeleton(record: Mapping[str, Any], spec: Fields) -> str:
     """The record as read with the mapped fields emptied (their place kept): what writing back starts from."""
     mapped = {spec.hyps, spec.ref, spec.rank, *spec.scores}
-    return json.dumps({k: None if k in mapped else v for k, v in record.items()}, ensure_ascii=False)
+    return json_line({k: None if k in mapped else v for k, v in record.items()})
 
 
 def utterance_of(record: Any, index: int, spec: Fields, path: Path, line: int) -> Utterance:

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import format_number, json_score
+from .common import format_number, json_line, json_score
 from .records import HYPORADISE, SKELETON, SUFFIXES, Fields
 from .target import native_format
 
@@ -119,7 +119,7 @@ def render(plan: Plan, records: list[dict[str, Any]]) -> str:
         text = json.dumps(records, indent=layout["indent"], ensure_ascii=layout["ascii"])
         return text + ("\n" if layout["newline"] else "")
     if plan.container == "jsonl":
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        return "".join(json_line(r) + "\n" for r in records)
     header = list(plan.layout.get("header") or [])
     for record in records:
         header += [key for key in record if key not in header]
