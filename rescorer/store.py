@@ -51,7 +51,7 @@ class ScoreStore:
             problems = [row[0] for row in self.db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             self.db.close()
-            raise StoreError(f"{self.path}: the score store is damaged ({problems[0]}); move it aside or delete it "
+            raise StoreError(f"{self.path}: the score store is damaged ({problems[0]}); move it aside and run again "
                              "(its scores are then recomputed)")
 
     @contextlib.contextmanager
@@ -60,8 +60,9 @@ class ScoreStore:
         try:
             yield
         except (sqlite3.Error, OSError) as err:
-            advice = "; move it aside or delete it (its scores are then recomputed)" if isinstance(
-                err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError) else ""
+            advice = ("; it is not a score store (an SQLite file): if it is one of your files, point engine.store at "
+                      "a new file; if it is a damaged store, move it aside (its scores are then recomputed)") if (
+                isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError)) else ""
             raise StoreError(f"{self.path}: cannot {doing} the score store ({err}){advice}") from None
 
     def get(self, signature: str, texts: Iterable[str]) -> dict[str, tuple[float, list[float]]]:
