@@ -25,7 +25,7 @@ def interrupted(cfg=None, status: int = 130) -> None:
     if files is not None and hasattr(files, "remove_own_staging"):
         files.remove_own_staging()
     store = cfg.get("engine", {}).get("store") if cfg is not None else None
-    saved = f"finished scores are in {store}; " if store else ""
+    saved = f"finished scores are in {store}; " if store and os.path.isfile(store) else ""  # opened, so it holds them
     print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()

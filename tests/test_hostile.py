@@ -221,3 +221,15 @@ def test_store_problems_are_one_line_naming_the_store(kind, tmp_path, tiny_causa
     if kind == "not a database":
         assert "point engine.store at a new file" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("opened", [False, True])
+def test_an_interrupt_names_the_store_only_when_it_holds_scores(opened, tmp_path):
+    """SIGTERM (143) or Ctrl-C (130) says where finished scores are only when the store was opened (it exists)."""
+    store = tmp_path / "s.sqlite"
+    if opened:
+        store.write_bytes(b"")
+    code = f"from rescorer.cli import interrupted; interrupted({{'engine': {{'store': {str(store)!r}}}}}, 143)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 143 and result.stderr.count("\n") == 1
+    assert ("finished scores are in" in result.stderr) is opened and "rerun the same command" in result.stderr
