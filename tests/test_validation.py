@@ -280,3 +280,21 @@ def test_a_python_api_misuse_is_a_rescorer_error_naming_the_argument(call, argum
     message = str(raised.value)
     assert argument in message and "\n" not in message, message
     assert not [p.name for p in api["root"].iterdir() if p.name != "tuned"]
+
+
+@pytest.mark.parametrize("kind", ["empty directory", "a file", "home"])
+def test_a_student_path_that_is_not_a_model_is_one_line_and_home_is_expanded(kind, tmp_path, monkeypatch):
+    from rescorer.devtools import build_student, train_tokenizer
+
+    from .models import demo_texts
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if kind == "home":
+        build_student("tiny", train_tokenizer("wordpiece", demo_texts(), 300), tmp_path / "student")
+        scorer = rescorer.load_scorer("student", "~/student", store=None, progress=False)
+        assert len(scorer.score(["a cat", "a dog"])) == 2
+        return
+    path = tmp_path / "model"
+    path.mkdir() if kind == "empty directory" else path.write_text("not a model\n")
+    with pytest.raises(rescorer.ScorerError, match=f"cannot load model '{path}'"):
+        rescorer.load_scorer("student", str(path))

@@ -94,6 +94,18 @@ def local_only(name: str, revision: str | None = None, gguf_file: str | None = N
                       f"(`hf download {name} --local-dir DIR`)")
 
 
+def load_config(name: str, revision: str | None = None) -> Any:
+    """The transformers config of a local model directory or hub name; what is not a model is one line."""
+    from transformers import AutoConfig
+
+    path = Path(name).expanduser()
+    try:
+        return AutoConfig.from_pretrained(str(path) if path.exists() else name, revision=revision,
+                                          local_files_only=local_only(name, revision))
+    except (OSError, ValueError) as err:
+        raise ScorerError(f"cannot load model {name!r}: {str(err).splitlines()[0]}") from None
+
+
 def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
                     trust_remote_code: bool = False) -> tuple[Any, Any]:
     """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name (``local_only``)."""

@@ -57,9 +57,10 @@ class StudentScorer(Scorer):
                  **common: Any):
         """``case``/``append_period``: unset, the normalisation the student was trained with; another is refused."""
         import transformers
-        from transformers import AutoConfig
 
-        config = AutoConfig.from_pretrained(model, revision=revision) if loaded is None else loaded[1].config
+        from .loading import load_config
+
+        config = load_config(model, revision) if loaded is None else loaded[1].config
         self.info = student_info(config, model)
         super().__init__(normaliser=student_normaliser(self.info, case, append_period, model), **common)
         self.load_model(getattr(transformers, LEVELS[self.info["level"]]), model, device, dtype, loaded,
