@@ -51,6 +51,8 @@ def check_known(what: str, given: Iterable[str], known: Iterable[str]) -> None:
     """Raise :class:`UnknownNameError` for the names of ``given`` (in order) that are not ``known``."""
     known = set(known)
     unknown = [name for name in given if name not in known]
+    if unknown and not known:
+        raise ConfigError(f"unknown {what} {unknown[0]!r}: there are none to give")
     if unknown:
         raise UnknownNameError(what, unknown, sorted(known))
 

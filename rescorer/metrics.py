@@ -19,7 +19,8 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 from sacrebleu.metrics import BLEU
 
-from .errors import ConfigError, UnknownNameError
+from .errors import ConfigError, UnknownNameError, check_known
+from .options import keywords
 from .types import NBest
 
 WER_TRANSFORMS = {"default": jiwer.wer_default, "standardize": jiwer.wer_standardize}
@@ -103,6 +104,10 @@ class BLEUMetric(Metric):
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, force: bool = False):
+        if tokenize not in BLEU.TOKENIZERS:
+            raise UnknownNameError("BLEU tokenize", str(tokenize), BLEU.TOKENIZERS)
+        if smooth_method not in BLEU.SMOOTH_DEFAULTS:
+            raise UnknownNameError("BLEU smooth_method", str(smooth_method), BLEU.SMOOTH_DEFAULTS)
         self.options = {"tokenize": tokenize, "lowercase": lowercase, "smooth_method": smooth_method,
                         "smooth_value": smooth_value, "force": force}
         self.bleu = BLEU(**self.options)
@@ -166,10 +171,8 @@ def make_metric(name: str, **options) -> Metric:
     kinds = {"wer": WER, "bleu": BLEUMetric}
     if name not in kinds:
         raise UnknownNameError("metric", name, list(kinds))
-    try:
-        return kinds[name](**options)
-    except TypeError as err:
-        raise ConfigError(f"metric {name}: {err}".replace("__init__() ", "")) from None
+    check_known(f"{name} option", options, keywords(kinds[name].__init__)[0] - {"self"})
+    return kinds[name](**options)
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,7 @@ def wer(refs: Sequence[str] | str, hyps: Sequence[str] | str, transform: str = "
 def bleu(refs: Sequence[str] | str, hyps: Sequence[str] | str, **options) -> float:
     """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``
     (two strings: one sentence)."""
-    metric = BLEUMetric(**options)
+    metric = make_metric("bleu", **options)
     return float(metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
 
 

@@ -43,8 +43,8 @@ class Option:
             return isinstance(value, Mapping)
         if self.kind == "text":
             return isinstance(value, str)
-        if self.kind == "path":
-            return isinstance(value, (str, os.PathLike))
+        if self.kind == "path":  # a NUL byte cannot be in any path the system opens
+            return isinstance(value, (str, os.PathLike)) and "\0" not in os.fspath(value)
         return isinstance(value, bool)
 
     def in_range(self, value: Any) -> bool:
@@ -65,6 +65,15 @@ class Option:
             bounds = ""
         example = f" ({self.example})" if self.example else ""
         return KINDS[self.kind] + bounds + example + (" or null" if self.null else "")
+
+
+def keywords(function: Any) -> tuple[set[str], bool]:
+    """The keyword arguments ``function`` takes by name, and whether it takes others too (``**options``)."""
+    import inspect
+
+    parameters = inspect.signature(function).parameters.values()
+    named = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def checked(prefix: str, values: Mapping[str, Any], options: Mapping[str, Option]) -> dict[str, Any]:

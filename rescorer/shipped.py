@@ -24,6 +24,7 @@ from .paths import cache_dir
 ASSETS = Path(__file__).resolve().parent / "assets"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STUDENT_FILE = "student-delta.safetensors"
+STUDENTS = ("student_mse", "student_mwer")
 
 
 def package_dir(name: str) -> Path:
@@ -134,6 +135,8 @@ def rebuild_student(delta: Path, base: Path, out: Path) -> None:
 
 def student(name: str) -> Path:
     """A shipped student (``rescorer/assets/<name>``) rebuilt on ``minilm_mlm`` (built on first use)."""
+    if name not in STUDENTS:
+        raise UnknownNameError("shipped student", name, STUDENTS)
     delta = ASSETS / name
     base = minilm_mlm()
     weights = _digest(delta / "config.json", delta / STUDENT_FILE, whole=True)  # retrained: a new name, same size
@@ -162,7 +165,7 @@ def smollm2() -> Path:
 
 
 SHIPPED = {"minilm_mlm": minilm_mlm, "smollm2": smollm2,
-           **{name: lambda name=name: student(name) for name in ("student_mse", "student_mwer")}}
+           **{name: lambda name=name: student(name) for name in STUDENTS}}
 
 
 def shipped_model(name: str) -> str:

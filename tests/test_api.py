@@ -16,6 +16,8 @@ from rescorer.metrics import make_metric
 
 from .conftest import DEMO, ROOT
 
+FIXTURES = ROOT / "tests" / "fixtures" / "formats"
+
 EXCERPT = {"every": 15, "top": 5}  # 20 utterances × 5 hypotheses per demo set
 
 
@@ -156,3 +158,22 @@ def test_identical_results_under_one_resample_are_unchanged(tmp_path):
     dev = read_demo("dev_other")
     result = rescorer.rescore(dev=dev, columns={"ctc": {"range": [0, 0], "step": 1}}, bootstrap=1)
     assert result.report.sets["dev"].change == "unchanged (tuned here)"
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda m: rescorer.bleu(["a b"], ["a b"], bogus=1), "unknown bleu option 'bogus'"),
+    (lambda m: rescorer.bleu(["a b"], ["a b"], tokenize="nope"), "unknown BLEU tokenize 'nope'"),
+    (lambda m: rescorer.read_nbest(FIXTURES / "jsonl" / "nbest.jsonl", bogus=1), "unknown jsonl reader option 'bogus'"),
+    (lambda m: rescorer.read_nbest(DEMO / "dev_other", bogus=1), "unknown espnet2 reader option 'bogus'"),
+    (lambda m: rescorer.read_nbest("a\0b"), "path must be a path"),
+    (lambda m: rescorer.load_scorer("ll", str(m), bogus=1), "unknown ll scorer option 'bogus'"),
+    (lambda m: rescorer.shipped.student("nope"), "unknown shipped student 'nope'"),
+    (lambda m: rescorer.Report.from_json({"sets": [1, 2]}), "must be a JSON object, not list"),
+    (lambda m: rescorer.nbest_from_generate(None, None), "not NoneType"),
+    (lambda m: rescorer.nbest_from_generate({"sequences": []}, None), "not dict"),
+], ids=["bleu-option", "bleu-tokenize", "reader-option", "espnet-reader-option", "nul-path", "scorer-option",
+        "shipped-student", "report-sets-list", "generate-none", "generate-dict"])
+def test_api_misuse_is_one_rescorer_error_naming_it(call, says, tiny_causal):
+    with pytest.raises(rescorer.RescorerError) as caught:
+        call(tiny_causal)
+    assert says in str(caught.value), str(caught.value)

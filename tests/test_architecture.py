@@ -31,11 +31,11 @@ LAYERS = [
     ("io",),                   # formats
     ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
-    ("types", "errors", "version"),
+    ("types", "errors", "version", "safetext"),  # safetext: input text made safe to show people
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
 TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files",
-              "paths", "types", "errors", "version")
+              "paths", "types", "errors", "version", "safetext")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import ConfigError, NBestFormatError
-from ..options import PATH, TEXT, Option, checked
+from ..errors import ConfigError, NBestFormatError, check_known
+from ..options import PATH, TEXT, Option, checked, keywords
 from ..types import Hypothesis, NBest, Utterance
 from . import espnet, fairseq, jsonformats, kaldi, moses, nemo, records, recordwrite
 from .common import load_json, read_text, split_lines
@@ -112,6 +112,9 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
         raise NBestFormatError(path, None, f"unknown format (known: {', '.join(READERS)})", fmt)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
+    named, open_ended = keywords(READERS[fmt])
+    if not open_ended:
+        check_known(f"{fmt} reader option", options, named - {"path"})
     nbest = READERS[fmt](path, **options)
     if not nbest.utterances:
         raise NBestFormatError(path, None, "no utterances found")

@@ -113,6 +113,9 @@ def nbest_from_generate(outputs: Any, tokenizer: Any, num_return_sequences: int 
     (surrounding whitespace stripped unless ``strip=False``). Columns: ``score`` = ``sequences_scores`` (what beam
     search ranked by) and ``logprob`` = the unnormalised sum of token log-probs (when ``scores`` were returned;
     for greedy or sampled output, the only column)."""
+    if not hasattr(outputs, "sequences"):
+        raise ConfigError(f"nbest_from_generate takes what model.generate(..., return_dict_in_generate=True, "
+                          f"output_scores=True) returns, not {type(outputs).__name__}")
     sequences = _rows(outputs.sequences)
     k = num_return_sequences or (len(sequences) // len(ids) if ids else None)
     if not k or len(sequences) % k:

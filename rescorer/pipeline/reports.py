@@ -64,6 +64,9 @@ def from_json(kind: Any, value: Any) -> Any:
     if typing.get_origin(kind) is dict:
         item = typing.get_args(kind)[1]
         if isinstance(item, type) and issubclass(item, Record):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"a mapping of {item.__name__} records must be a JSON object, not "
+                                  f"{type(value).__name__}")
             return {key: item.from_json(entry) for key, entry in value.items()}
     return value
 

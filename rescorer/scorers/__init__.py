@@ -5,10 +5,10 @@ score store, scale-out). ``rescorer.load_scorer`` gives both in one object with 
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-from ..errors import ConfigError, UnknownNameError
+from ..errors import ConfigError, UnknownNameError, check_known
+from ..options import keywords
 from ..normalise import Normaliser
 from .base import Scorer
 
@@ -26,6 +26,7 @@ def load_adapter(kind: str, model: str | None, *, case: str | None = None, appen
     it was trained with), ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``compile`` (torch.compile
     each layer), ``loaded`` (an in-memory (tokenizer, model)); ``ll`` and ``pll`` also ``context`` (what was said
     before each text: :class:`~rescorer.context.Context`)."""
+    check_known(f"{kind} scorer option", options, option_names(kind) - {"model", "kind"})
     if options.get("context") and kind not in CONTEXT_KINDS:
         raise ConfigError(f"a {kind} scorer reads no context (those that do: {', '.join(CONTEXT_KINDS)}); "
                           "remove its context option")
@@ -65,10 +66,10 @@ def adapter_class(kind: str) -> type[Scorer]:
 
 
 def option_names(kind: str) -> set[str]:
-    """Every option ``load_adapter(kind, ...)`` takes by name, the adapter's own included."""
-    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {parameter.name for function in (load_adapter, adapter_class(kind))
-            for parameter in inspect.signature(function).parameters.values() if parameter.kind in named}
+    """Every option ``load_adapter(kind, ...)`` takes by name, the adapter's own and its base class's included."""
+    cls = adapter_class(kind)
+    named = set().union(*(keywords(f)[0] for f in (load_adapter, *(c.__init__ for c in cls.__mro__[:-1]))))
+    return named - {"self", "normaliser"}  # the normaliser is made from case and append_period
 
 
 __all__ = ["KINDS", "Scorer", "adapter_class", "load_adapter", "option_names"]
