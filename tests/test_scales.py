@@ -92,7 +92,12 @@ def test_a_dev_set_that_cannot_inform_the_weights_keeps_the_base_and_says_so(cap
     result = rescorer.rescore(dev=flat, base="score", columns={"flat": {"range": [0, 1], "step": 0.25}})
     assert result.weights == {"flat": 0.0}
     assert result.report.warnings[0].startswith("every weight setting gives the same dev result")
+    assert result.report.warnings[0].endswith("so each keeps the smallest its range allows (flat=0)")
     assert capsys.readouterr().err.count("rescorer: warning: every weight setting") == 1
+    fixed = rescorer.rescore(dev=flat.with_columns({"fixed": [0.0] * nbest.num_hypotheses}), base="score",
+                             columns={"flat": {"range": [0, 1], "step": 0.25}, "fixed": {"range": [1, 1]}})
+    assert fixed.weights == {"flat": 0.0, "fixed": 1.0}  # a fixed weight is applied, and the warning says so
+    assert fixed.report.warnings[0].endswith("(flat=0, fixed=1)")
 
 
 def test_the_base_per_token_is_judged_from_the_data_before_the_format():

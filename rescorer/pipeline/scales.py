@@ -55,10 +55,12 @@ def match_scales(columns: Sequence[Column], base: Column, dev: NBest, lm_columns
 
 def search_warnings(result: SearchResult, columns: Sequence[Column]) -> list[str]:
     """What the tuned weights cannot show by themselves: a weight on the edge of its range (the best may lie
-    beyond), or a dev set on which every setting scored the same (nothing to tune on: the base is kept)."""
+    beyond), or a dev set on which every setting scored the same (nothing to tune on: each weight keeps the
+    smallest value of its range)."""
     if len(result.values) > 1 and np.ptp(result.values) <= 1e-12:
-        return ["every weight setting gives the same dev result: the dev set cannot inform the weights, so the "
-                "base is kept (weights 0)"]
+        kept = ", ".join(f"{name}={weight:g}" for name, weight in result.weights.items())
+        return ["every weight setting gives the same dev result: the dev set cannot inform the weights, so each "
+                f"keeps the smallest its range allows ({kept})"]
     warnings = []
     for c in columns:
         weight, (lo, hi) = result.weights[c.name], c.range
