@@ -201,7 +201,7 @@ def checked_spec(spec: Any, name: str) -> dict[str, Any] | None:
     where = f"scorers.{name}.spec"
     spec = dict(Option("mapping").check(where, spec))
     for key in spec:
-        if key in RUN_KEYS:
+        if key in RUN_KEYS and not (key == "trust_remote_code" and spec[key] is False):  # false asks for nothing
             why = ("a tuned file never runs code" if key == "trust_remote_code" else
                    f"where and how a run computes is the applying run's choice (engine.{key})")
             raise ConfigError(f"{where}.{key}: a tuned file may not set {key} ({why})")
