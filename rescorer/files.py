@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -147,3 +148,11 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_file(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file or a directory (``a pipe``, ``a socket``,
+    ``a device``): such a file could be read only once or wait for a writer."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"

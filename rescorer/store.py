@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from .errors import StoreError
+from .files import special_kind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -42,6 +43,10 @@ class ScoreStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        kind = special_kind(self.path.stat().st_mode) if self.path.exists() else None
+        if kind or self.path.is_dir():
+            raise StoreError(f"{self.path}: not a score store but {kind or 'a directory'}: point engine.store at a "
+                             "file (a new one is made)")
         with self.errors("open"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)

@@ -124,3 +124,16 @@ def test_a_row_the_tool_never_wrote_is_computed_again_and_replaced(total, tokens
     assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(again.tokens, fresh.tokens))
     with ScoreStore(path) as store:
         assert store.get(scorer.signature, texts)["the cat sat"] == (again.totals[0], again.tokens[0])
+
+
+@pytest.mark.parametrize("kind", ["a pipe", "a device", "a directory"])
+def test_a_store_path_that_is_not_a_file_is_refused_before_it_is_opened(kind, tmp_path):
+    import os
+
+    from rescorer.errors import StoreError
+
+    path = {"a pipe": tmp_path / "fifo", "a device": "/dev/zero", "a directory": tmp_path}[kind]
+    if kind == "a pipe":
+        os.mkfifo(path)
+    with pytest.raises(StoreError, match=f"not a score store but {kind}: point engine.store at a file"):
+        ScoreStore(path)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import NBestFormatError
+from ..files import special_kind
 
 _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
@@ -45,7 +46,7 @@ def read_text(path: str | os.PathLike) -> str:
     if stat.S_ISDIR(status.st_mode):
         raise NBestFormatError(path, None, "expected a file, found a directory")
     if not stat.S_ISREG(status.st_mode):
-        kind = "a pipe" if stat.S_ISFIFO(status.st_mode) else "a socket" if stat.S_ISSOCK(status.st_mode) else "a device"
+        kind = special_kind(status.st_mode)
         raise NBestFormatError(path, None, f"not a regular file but {kind}, which could be read only once or wait "
                                            "for a writer: save it to a file first")
     try:
