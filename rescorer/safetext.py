@@ -8,7 +8,7 @@ import re
 
 # C0 and C1 controls, DEL, bidirectional embeddings/overrides/isolates, and the Unicode line and paragraph separators.
 HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")  # what Markdown (or HTML inside it) could act on
+MARKDOWN = re.compile(r"([\\`*_\[\]|~])")  # what Markdown could act on inside a line: code, emphasis, links, cells
 
 
 def visible(text: object) -> str:
@@ -18,8 +18,8 @@ def visible(text: object) -> str:
 
 
 def for_markdown(text: object) -> str:
-    """``text`` as inert Markdown: visible controls, HTML's ``&<>`` as entities and Markdown's punctuation
-    backslash-escaped (a table cell, a heading or a list item shows it literally)."""
+    """``text`` as inert Markdown inside a line: visible controls, HTML's ``&<>`` as entities, and what could start
+    code, emphasis, a link or a table cell backslash-escaped (a cell or a heading shows it literally)."""
     return MARKDOWN.sub(r"\\\1", html.escape(visible(text), quote=False))
 
 

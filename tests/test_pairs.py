@@ -398,7 +398,7 @@ def test_minimal_pairs_task_writes_tables_records_and_plot(tiny, tmp_path):
         assert entry["accuracy"] == pytest.approx(per_template.mean())
         assert set(entry["phenomena"]) == {"island_effects", "anaphor_agreement", "determiner_noun_agreement"}
     assert len(report["methods"]["ll.yes_no"]["templates"]) == 5 and 0 <= report["methods"]["ll.ab"]["answered_a"] <= 100
-    assert "ll.ensemble[L2:P3]" in (out / "report.md").read_text()
+    assert "ll.ensemble\\[L2:P3\\]" in (out / "report.md").read_text()  # shown literally, not as a link
     assert (out / "accuracy.png").stat().st_size > 10_000
 
     cfg = compose("task=minimal_pairs", "scorer=[pll]", f"model.masked.path={tiny['bert']}", *common,
