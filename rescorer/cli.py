@@ -45,7 +45,10 @@ def exit_on_interrupt(cfg=None) -> None:
 def run(cfg) -> None:
     """The Hydra task function: one line and exit 2 for what the user can fix; a traceback for our own bugs."""
     exit_on_interrupt(cfg)
+    from .log import to_terminal
     from .tasks import run_task, user_error
+
+    to_terminal()
     try:
         run_task(cfg)
     except KeyboardInterrupt:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, Tuple, Union
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .log import info, rendered
 from .files import write_text
 from .safetext import code, fenced, for_markdown, visible
 
@@ -33,7 +33,7 @@ def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequen
     write_text(out / "report.md", body)
     print_table(rows, headers, title, report.get("signature", ""), key.removesuffix("s"))
     for line in notes:
-        print(visible(line))
+        info(visible(line))
     return out / "report.json"
 
 
@@ -94,4 +94,4 @@ def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signa
         table.add_column(Text(visible(column)), justify="right")
     for row in rows:
         table.add_row(*(Text(visible(cell)) for cell in row))
-    Console(width=max(110, 14 * len(columns) + 24)).print(table)
+    info(rendered(table, max(110, 14 * len(columns) + 24)))

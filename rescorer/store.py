@@ -23,17 +23,19 @@ CREATE TABLE IF NOT EXISTS scores (
 
 
 def valid_row(total: object, tokens: object) -> tuple[float, list[float]] | None:
-    """A stored row as the tool writes it — a total that is a number, finite (or −inf for a text with no scored
-    token), and a JSON list of finite numbers — or None."""
+    """A stored row as the tool writes it, or None: a number total that is not NaN or +inf, and a JSON list of
+    numbers that are not either (−inf is a score: an impossible token), −inf in the total exactly when a token
+    holds it (or none was scored)."""
     try:
         scores = json.loads(tokens)  # type: ignore[arg-type]
-        if not isinstance(scores, list) or not math.isfinite(math.fsum(scores)):
-            return None
-    except (TypeError, ValueError, OverflowError):
+        summed = math.fsum(scores) if isinstance(scores, list) else math.nan
+    except (TypeError, ValueError, OverflowError):  # not JSON, not numbers, or +inf with −inf
         return None
-    if isinstance(total, bool) or not isinstance(total, (int, float)) or math.isnan(total):
+    if isinstance(total, bool) or not isinstance(total, (int, float)):
         return None
-    if math.isinf(total) and (total > 0 or scores):
+    if math.isnan(total) or math.isnan(summed) or math.inf in (total, summed):
+        return None
+    if math.isinf(summed) != (math.isinf(total) and bool(scores)):  # an empty list may go with any total
         return None
     return float(total), [float(score) for score in scores]
 

@@ -177,3 +177,21 @@ def test_api_misuse_is_one_rescorer_error_naming_it(call, says, tiny_causal):
     with pytest.raises(rescorer.RescorerError) as caught:
         call(tiny_causal)
     assert says in str(caught.value), str(caught.value)
+
+
+def test_the_library_prints_nothing_when_logging_is_disabled(capsys, tmp_path):
+    """The table, the summary and the warnings go through the ``rescorer`` logger: a Python program can silence
+    them, and sees only the warnings until it configures logging."""
+    import logging
+
+    sets = {"dev_other": {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), **EXCERPT}}
+    columns = {"ctc": {"range": [0, 1], "step": 0.5}}
+    logging.disable()
+    try:
+        result = rescorer.rescore(sets=sets, base="score", columns=columns, out_dir=tmp_path / "quiet", bootstrap=20)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert result.weights and (tmp_path / "quiet" / "report.md").exists() and capsys.readouterr() == ("", "")
+    rescorer.rescore(sets=sets, base="score", columns=columns, out_dir=tmp_path / "default", bootstrap=20)
+    shown = capsys.readouterr()
+    assert shown.out == "" and "WER" not in shown.err  # the table is INFO: shown once the program asks for it

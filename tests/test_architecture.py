@@ -31,7 +31,7 @@ LAYERS = [
     ("io",),                   # formats
     ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
-    ("types", "errors", "version", "safetext"),  # safetext: input text made safe to show people
+    ("types", "errors", "version", "safetext", "log"),  # safetext: input text safe to show people; log: messages
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
 TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files",
@@ -165,3 +165,23 @@ def test_no_module_over_400_lines_and_no_function_over_60():
                 length = node.end_lineno - node.lineno + 1
                 assert length <= 60, f"{module}.{node.name}: {length} lines"
 
+
+
+def test_library_code_never_prints_it_logs():
+    """Only the command line (cli.py, tasks/, ``__main__`` entry points) writes to the terminal itself; the library
+    goes through the ``rescorer`` logger (rescorer.log), so a Python program decides what is shown."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in ("cli.py", "tasks", "log.py") or path.name == "__main__.py":
+            continue  # log.py: where a table is rendered to text and handed to the terminal
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            function = node.func
+            if (isinstance(function, ast.Name) and function.id == "print") or (
+                    isinstance(function, ast.Attribute) and function.attr == "print") or (
+                    isinstance(function, ast.Attribute) and function.attr == "write"
+                    and ast.unparse(function.value) in ("sys.stdout", "sys.stderr")):
+                found.append(f"{relative}:{node.lineno}")
+    assert found == [], found

@@ -86,14 +86,15 @@ def test_a_weight_on_the_edge_of_its_range_is_reported_with_a_wider_range():
                                        NBestStats.compute(nbest, make_metric("wer")), wider), wider) == []
 
 
-def test_a_dev_set_that_cannot_inform_the_weights_keeps_the_base_and_says_so(capsys):
+def test_a_dev_set_that_cannot_inform_the_weights_keeps_the_base_and_says_so(caplog):
     nbest = planted()
     flat = nbest.with_columns({"flat": [0.0] * nbest.num_hypotheses})
     result = rescorer.rescore(dev=flat, base="score", columns={"flat": {"range": [0, 1], "step": 0.25}})
     assert result.weights == {"flat": 0.0}
     assert result.report.warnings[0].startswith("every weight setting gives the same dev result")
     assert result.report.warnings[0].endswith("so each keeps the smallest its range allows (flat=0)")
-    assert capsys.readouterr().err.count("rescorer: warning: every weight setting") == 1
+    said = [r.getMessage() for r in caplog.records if r.name == "rescorer" and r.levelname == "WARNING"]
+    assert len(said) == 1 and said[0].startswith("rescorer: warning: every weight setting")  # once, as a warning
     fixed = rescorer.rescore(dev=flat.with_columns({"fixed": [0.0] * nbest.num_hypotheses}), base="score",
                              columns={"flat": {"range": [0, 1], "step": 0.25}, "fixed": {"range": [1, 1]}})
     assert fixed.weights == {"flat": 0.0, "fixed": 1.0}  # a fixed weight is applied, and the warning says so

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..log import info
 from .common import best_time, save, stamp
 
 
@@ -40,7 +41,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
             name = f"{label}, {'shared prefixes' if share else 'every row in full'}"
             result[name] = {"seconds": seconds, "hyps_per_s": len(texts) / seconds,
                             "model_tokens": int(pool.length.sum()), "rows": int(pool.rows)}
-            print(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({seconds:.1f} s), "
+            info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({seconds:.1f} s), "
                   f"{result[name]['model_tokens']:,} model tokens in {result[name]['rows']:,} rows")
     plain, with_context = "no context", f"context {context}"
     result["prefix_sharing_speedup"] = {
@@ -50,7 +51,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
                               / result[f"{plain}, shared prefixes"]["seconds"])
     result["context_cost_unshared"] = (result[f"{with_context}, every row in full"]["seconds"]
                                        / result[f"{plain}, every row in full"]["seconds"])
-    print(f"shared prefixes: {result['prefix_sharing_speedup'][plain]:.2f}x faster without context, "
+    info(f"shared prefixes: {result['prefix_sharing_speedup'][plain]:.2f}x faster without context, "
           f"{result['prefix_sharing_speedup'][with_context]:.2f}x with; context {context} costs "
           f"{result['context_cost']:.2f}x no context (every row in full: {result['context_cost_unshared']:.2f}x)")
     return save(result, out_dir, f"bench_context_{device}.json")

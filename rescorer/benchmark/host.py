@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..log import info
 from ..engine.local import EngineStats, run_pool
 from ..scorers.causal import CausalLMScorer
 from ..scorers.masked import MaskedLMScorer
@@ -75,7 +76,7 @@ def bench_host(n: int = 20000, repeats: int = 3, cache: str | Path = "exp/bench/
                    scorers={name: loop_rate(scorer, texts, repeats) for name, scorer in scorers.items()})
     for name, run in result["scorers"].items():
         rates = ", ".join(f"{rate:,.0f} rows/s at budget {budget}" for budget, rate in run["rows_per_s"].items())
-        print(f"host {name}: {run['rows']:,} rows of {run['tokens_per_row']:.1f} tokens: {rates}; "
+        info(f"host {name}: {run['rows']:,} rows of {run['tokens_per_row']:.1f} tokens: {rates}; "
               f"prepare {run['prepare_texts_per_s']:,.0f} texts/s, pool {run['pool_seconds']:.2f} s")
-    print(f"one thread, {len(texts)} hypotheses, null model (TFLOP/s, MFU: n/a); goal ≥ {GOAL:,} rows/s")
+    info(f"one thread, {len(texts)} hypotheses, null model (TFLOP/s, MFU: n/a); goal ≥ {GOAL:,} rows/s")
     return save(result, out_dir, "bench_host.json")

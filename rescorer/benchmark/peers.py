@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from ..log import info, rendered
 from .common import bench_model, bench_texts, best_time, save, stamp
 from .flops import peak_flops, rate, shown, work
 from .precision import bf16_error, described
@@ -126,7 +126,7 @@ def show(result: dict[str, Any]) -> None:
                           f"{peer['seconds'] / mine['seconds']:.2f}x slower")
         else:
             table.add_row(name, peer, "", "", "", "")
-    Console(width=160).print(table)
+    info(rendered(table, 160))
     if "speedup" in result:
-        print(f"rescorer vs best peer ({result['best_peer']}): {result['speedup']:.2f}x")
-    print(described(result["bf16_vs_fp32"]))
+        info(f"rescorer vs best peer ({result['best_peer']}): {result['speedup']:.2f}x")
+    info(described(result["bf16_vs_fp32"]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..log import info
 from ..paths import data_root
 from .common import save, stamp
 
@@ -28,7 +29,7 @@ def bench_search(out_dir: str | Path = "exp/bench", repeats: int = 3) -> dict[st
     result = stamp(kind="search", utterances=len(nbest), hypotheses=nbest.num_hypotheses, settings=fast.evaluated,
                    fast_seconds=fast.seconds, grid_seconds=grid.seconds, same_optimum=fast.weights == grid.weights,
                    weights=fast.weights, wer=100 * fast.dev, tflops=None, mfu=None, mfu_note="n/a (no model)")
-    print(f"search: {result['settings']} settings over {result['utterances']} utterances × 30: fast {fast.seconds:.3f} s, "
+    info(f"search: {result['settings']} settings over {result['utterances']} utterances × 30: fast {fast.seconds:.3f} s, "
           f"paper-faithful grid {grid.seconds:.1f} s ({grid.seconds / fast.seconds:.0f}x); same optimum: "
           f"{result['same_optimum']} ({fast.weights}, WER {result['wer']:.2f}%); TFLOP/s, MFU: n/a (no model)")
     return save(result, out_dir, "bench_search.json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..log import info
 from .common import bench_texts, best_time, save, stamp
 from .flops import peak_flops, rate, shown, work
 
@@ -32,7 +33,7 @@ def bench_student(student: str, teacher: str, n: int = 200, engine: dict[str, An
     result["speedup"] = teacher_s / student_s
     for name in scorers:
         tflops, mfu = shown(result[name])
-        print(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({result[name]['seconds']:.2f} s), "
+        info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({result[name]['seconds']:.2f} s), "
               f"{tflops} TFLOP/s, MFU {mfu}")
-    print(f"student vs teacher: {result['speedup']:.1f}x faster on {len(texts)} hypotheses, {threads} threads, {device}")
+    info(f"student vs teacher: {result['speedup']:.1f}x faster on {len(texts)} hypotheses, {threads} threads, {device}")
     return save(result, out_dir, f"bench_student_{device}.json")

@@ -7,7 +7,6 @@ JSONL; a PNG shows the dev metric against the weights.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -31,6 +30,7 @@ from ..changes import Change, changed
 from ..html_report import write_html
 from ..io import check_nbest, natural_base
 from ..files import write_text
+from ..log import warning as warn
 from ..safetext import visible
 from ..summary import summary
 from .scales import match_scales, search_warnings
@@ -198,7 +198,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     result = tune(prepared[dev], columns, search)
     warnings = search_warnings(result, columns)
     for warning in warnings:
-        print(f"rescorer: warning: {visible(warning)}", file=sys.stderr)
+        warn(visible(warning))
     weights = np.array([result.weights[c.name] for c in columns])
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..log import info
 from ..engine import load_scorer
 from ..errors import ConfigError
 from ..io.sets import NBestSet
@@ -81,7 +82,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     report = {"task": "distill", "data": data, "signature": result["teacher"],
               "student": result["student"], "train_texts": result["train_texts"], "dev_texts": result["dev_texts"],
               "best_step": result["best_step"], "best": best, "curve": result["curve"], "sets": {}}
-    print(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
+    info(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
           f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
     if task["heldout"]:
         seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
@@ -92,7 +93,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
         except OSError as err:
             raise ConfigError(f"task.export={task['export']}: {err.strerror or err}; the trained student is in "
                               f"{out / 'student'} (rerun to export it)") from err
-        print(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
+        info(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
               f"largest weight error {report['export']['max_weight_error']:.1e}")
     write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
     (out / "curve.json").write_text(json.dumps(result["curve"], indent=1) + "\n")

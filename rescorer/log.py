@@ -1,0 +1,45 @@
+"""What the library tells people goes through the ``rescorer`` logger: tables and summaries at INFO, warnings at
+WARNING (each already reads ``rescorer: warning: …``). The command line shows INFO on stdout and warnings on stderr;
+a Python program decides for itself (Python shows warnings and not INFO until it configures logging, and
+``logging.disable()`` silences both)."""
+from __future__ import annotations
+
+import io
+import logging
+import sys
+from typing import Any
+
+LOGGER = logging.getLogger("rescorer")
+
+
+def info(text: str) -> None:
+    LOGGER.info("%s", text)
+
+
+def warning(text: str) -> None:
+    LOGGER.warning("rescorer: warning: %s", text)
+
+
+def rendered(renderable: Any, width: int) -> str:
+    """A rich renderable (a table) as plain text ``width`` columns wide."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=False).print(renderable)
+    return out.getvalue().rstrip("\n")
+
+
+class Terminal(logging.Handler):
+    """INFO and below to stdout, warnings and errors to stderr, each message as it is."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
+        stream.write(self.format(record) + "\n")
+        stream.flush()
+
+
+def to_terminal() -> None:
+    """Show the library's messages as the command line does (called by it, once per run)."""
+    LOGGER.handlers = [Terminal()]
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False
