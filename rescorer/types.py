@@ -72,6 +72,12 @@ class NBest:
     def __iter__(self) -> Iterator[Utterance]:
         return iter(self.utterances)
 
+    def __repr__(self) -> str:
+        """One line: the format, the counts and where it came from (``.utterances`` holds the lists)."""
+        source = f", source={self.source!r}" if self.source else ""
+        return (f"NBest(fmt={self.fmt!r}, {len(self)} utterances, {self.num_hypotheses} hypotheses, "
+                f"columns={self.columns}{source})")
+
     @property
     def num_hypotheses(self) -> int:
         return sum(len(u.hyps) for u in self.utterances)

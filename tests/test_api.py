@@ -195,3 +195,14 @@ def test_the_library_prints_nothing_when_logging_is_disabled(capsys, tmp_path):
     rescorer.rescore(sets=sets, base="score", columns=columns, out_dir=tmp_path / "default", bootstrap=20)
     shown = capsys.readouterr()
     assert shown.out == "" and "WER" not in shown.err  # the table is INFO: shown once the program asks for it
+
+
+def test_results_and_lists_print_as_one_short_line():
+    sets = {"dev_other": {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), **EXCERPT}}
+    result = rescorer.rescore(sets=sets, base="score", columns={"ctc": {"range": [0, 1], "step": 0.5}}, bootstrap=10)
+    entry = result.report.sets["dev_other"]
+    assert repr(result) == (f"Rescored(weights={result.weights}, dev_other: wer {entry.baseline['wer']:.2f} → "
+                            f"{entry.rescored['wer']:.2f}, {entry.changed_1best} of 20 1-bests changed)")
+    assert repr(result.nbests["dev_other"]) == (
+        f"NBest(fmt='espnet2', 20 utterances, 100 hypotheses, columns=['score', 'decoder', 'ctc', 'lm', 'rescore'], "
+        f"source={str(DEMO / 'dev_other')!r})")

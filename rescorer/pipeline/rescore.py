@@ -174,6 +174,16 @@ class Rescored:
     def weights(self) -> dict[str, float]:
         return self.report.weights
 
+    def __repr__(self) -> str:
+        """One line per set: its metric before → after and how many 1-bests changed (``.report`` has the rest)."""
+        metric = self.report.metric
+        sets = []
+        for name, entry in self.report.sets.items():
+            judged = (f"{metric} {entry.baseline[metric]:.2f} → {entry.rescored[metric]:.2f}, "
+                      if entry.rescored and entry.baseline else "")
+            sets.append(f"{name}: {judged}{entry.changed_1best} of {entry.utterances} 1-bests changed")
+        return f"Rescored(weights={self.weights}, " + "; ".join(sets) + ")"
+
 
 def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric,
                   base: Column | None = None, columns: Sequence[Column] | None = None,
