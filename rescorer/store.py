@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -40,6 +41,18 @@ def valid_row(total: object, tokens: object) -> tuple[float, list[float]] | None
     return float(total), [float(score) for score in scores]
 
 
+def read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes: with the store's write-ahead log where SQLite can read it, else the main file
+    alone as it is (immutable)."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+        db.execute("SELECT COUNT(*) FROM scores").fetchone()
+        return db
+    except sqlite3.Error:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
+
+
 class ScoreStore:
     """``{(signature, text): (total, per-token scores)}`` on disk; one writer, any number of readers (WAL)."""
 
@@ -49,12 +62,16 @@ class ScoreStore:
         if kind or self.path.is_dir():
             raise StoreError(f"{self.path}: not a score store but {kind or 'a directory'}: point engine.store at a "
                              "file (a new one is made)")
+        self.read_only = self.path.is_file() and not os.access(self.path.parent, os.W_OK)
         with self.errors("open"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
+            if self.read_only:  # a store on read-only media (or in a folder we may not write): read it as it is
+                self.db = read_only(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
             problems = [row[0] for row in self.db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             self.db.close()
@@ -95,6 +112,9 @@ class ScoreStore:
         """Store finished sentences in one transaction (all or nothing)."""
         if not scores:
             return
+        if self.read_only:
+            raise StoreError(f"{self.path}: the score store is read-only and lacks {len(scores):,} of the scores this "
+                             "run needs: point engine.store at a file that can be written")
         with self.errors("write to"), self.db:
             self.db.execute("BEGIN")
             self.db.executemany(

@@ -137,3 +137,34 @@ def test_a_store_path_that_is_not_a_file_is_refused_before_it_is_opened(kind, tm
         os.mkfifo(path)
     with pytest.raises(StoreError, match=f"not a score store but {kind}: point engine.store at a file"):
         ScoreStore(path)
+
+
+def test_a_read_only_store_answers_what_it_holds_and_says_what_it_cannot_take(tiny_causal, tmp_path):
+    """A store on read-only media (mounted read-only here, in a mount namespace of its own) serves the scores it
+    holds; a run that needs new ones is one line saying the store cannot take them."""
+    import shutil
+
+    if shutil.which("unshare") is None or subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount --bind {tmp_path} {tmp_path} && mount -o remount,bind,ro {tmp_path}"],
+            capture_output=True).returncode != 0:
+        pytest.skip("a read-only bind mount needs unshare and mount with root rights (not available here)")
+    texts = ["the cat sat", "a dog ran"]
+    store = tmp_path / "ro" / "store.sqlite"
+    first = load_scorer("ll", str(tiny_causal), store=str(store), progress=False).compute(texts)
+    code = f"""
+import rescorer
+scorer = rescorer.load_scorer("ll", {str(tiny_causal)!r}, store={str(store)!r}, progress=False)
+again = scorer.compute({texts!r})
+print(again.stats.cached, again.totals == {first.totals!r})
+try:
+    scorer.compute(["a new text"])
+except rescorer.RescorerError as err:
+    print(err)
+"""
+    mount = f"mount --bind {store.parent} {store.parent} && mount -o remount,bind,ro {store.parent}"
+    result = subprocess.run(["unshare", "-m", "sh", "-c", f'{mount} && exec "$0" -c "$1"', sys.executable, code],
+                            capture_output=True, text=True, timeout=300)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and lines[0] == "2 True", result.stdout + result.stderr
+    assert lines[1] == (f"{store}: the score store is read-only and lacks 1 of the scores this run needs: point "
+                        "engine.store at a file that can be written")
