@@ -215,6 +215,11 @@ def check_key(cfg: dict[str, Any], override: Any, groups: dict[str, list[str]]) 
                 what = f"{'.'.join(where)} key" if where else "key"
                 if where == ("task",) and isinstance(node.get("name"), str):
                     what = f"task={node['name']} key"  # the keys of another task are not this one's
+                nested = [f"{group}.{name}" for group, sub in node.items() if isinstance(sub, dict) and name in sub]
+                if not where and nested and not override.is_delete():  # `tuned=PATH` for `task.tuned=PATH`
+                    value = override.input_line.partition("=")[2]
+                    raise ConfigError(f"unknown key {name!r}: did you mean {' or '.join(nested)}? "
+                                      f"({nested[0]}={value})")
                 raise UnknownNameError(what, name, sorted(node if readable is None else readable))
             if not (override.is_add() or override.is_force_add()):
                 key = ".".join(path[:depth + 1])

@@ -39,6 +39,9 @@ MISSPELT = [  # (overrides, the words the error line must hold)
     pytest.param(["scorer=[ll]", "scorer.ll.window=256"], ["scorer.ll.window", "+scorer.ll.window=256"],
                  id="a key that needs +"),
     pytest.param(["experiment=demo"], ["+experiment=demo"], id="a group that needs +"),
+    pytest.param(["task=apply", "tuned=/tmp/x.yaml"], ["unknown key 'tuned': did you mean task.tuned?",
+                                                       "(task.tuned=/tmp/x.yaml)"], id="a task key at the top"),
+    pytest.param(["device=cuda"], ["did you mean engine.device?", "(engine.device=cuda)"], id="an engine key at the top"),
     pytest.param(["--config-dir", str(ROOT / "recipes" / "moses_europarl" / "conf"), "data=convertd"],
                  ["'convertd'", "'converted'"], id="option of a --config-dir group"),
 ]
