@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from .changes import VERDICTS, Change, word_marks
 from .files import write_text
-from .safetext import for_html
+from .safetext import for_html, number
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
 
@@ -99,7 +99,7 @@ def words(ref: str, hyp: str, against: str = "reference") -> str:
 
 
 def _number(value: Any) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else for_html(str(value))
+    return number(value) if isinstance(value, float) else for_html(str(value))
 
 
 def numbers_table(entry: Mapping[str, Any], metric: str) -> str:
@@ -118,7 +118,8 @@ def numbers_table(entry: Mapping[str, Any], metric: str) -> str:
         add(label, tip, value.get(metric) if isinstance(value, Mapping) else None)
     ci = entry.get("ci95")
     if isinstance(ci, Mapping) and "low" in ci and "high" in ci:
-        add("95% interval of after − before", "paired bootstrap", f"{ci['low']:+.2f} to {ci['high']:+.2f}")
+        interval = f"{number(ci['low'], '+.2f')} to {number(ci['high'], '+.2f')}"
+        add("95% interval of after − before", "paired bootstrap", interval)
     add("change", "the change in words, from the interval", entry.get("change"), text=True)
     add("1-best changed", "utterances whose 1-best text changed", entry.get("changed_1best"))
     if not cells:

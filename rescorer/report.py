@@ -12,7 +12,7 @@ from rich.text import Text
 
 from .log import info, rendered
 from .files import write_text
-from .safetext import code, fenced, for_markdown, visible
+from .safetext import code, fenced, for_markdown, number, visible
 
 
 Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or (key path, header in words)
@@ -70,7 +70,7 @@ def table_rows(report: Mapping[str, Any], columns: Sequence[str], key: str = "se
             value = entry
             for key in column.split("."):
                 value = value.get(key, "") if isinstance(value, Mapping) else ""
-            cells.append(f"{value:.2f}" if isinstance(value, float) else str(value))
+            cells.append(number(value) if isinstance(value, float) else str(value))
         rows.append(cells)
     return rows
 

@@ -11,6 +11,12 @@ HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u2
 MARKDOWN = re.compile(r"([\\`*_\[\]|~])")  # what Markdown could act on inside a line: code, emphasis, links, cells
 
 
+def number(value: float, spec: str = ".2f") -> str:
+    """``value`` formatted with ``spec``, never as a negative zero (``-0.00`` reads as a loss that is not there)."""
+    text = format(value, spec)
+    return text.replace("-", "+" if "+" in spec else "", 1) if float(text.rstrip("%")) == 0 else text
+
+
 def visible(text: object) -> str:
     """``text`` with every control character written as an escape (``\\x1b``, ``\\u202e``), so it cannot move the
     cursor, change the window title, clear the screen, reorder what follows or break a line."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .changes import Change, examples, marked
+from .safetext import number
 
 EXAMPLES = 3
 SHORT = 25   # words: examples are taken from the changed utterances this short, where there are some
@@ -22,7 +23,8 @@ def headline(name: str, entry: Mapping[str, Any], metric: str, units: str) -> st
     shown = "%" if units == "percent" else ""
     counts = ", ".join(f"{entry.get(k, 0)} {k}" for k in ("better", "worse", "same"))
     ci = entry.get("ci95", {})
-    interval = f", 95% CI of the change {ci['low']:+.2f} to {ci['high']:+.2f}" if "low" in ci else ""
+    low, high = (number(ci[k], "+.2f") for k in ("low", "high")) if "low" in ci else ("", "")
+    interval = f", 95% CI of the change {low} to {high}" if "low" in ci else ""
     return (f"{name}: {metric.upper()} {before:.2f}{shown} → {after:.2f}{shown}{relative}{interval}: "
             f"{entry['change']}; {changed}: {counts}")
 

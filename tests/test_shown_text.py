@@ -30,7 +30,19 @@ def hostile_list(path: Path) -> Path:
     return path
 
 
-def test_hostile_names_and_texts_reach_the_terminal_and_the_reports_inert(tmp_path, capsys):
+@pytest.fixture
+def terminal():
+    """The library's messages shown as the command line shows them, for one test."""
+    from rescorer.log import LOGGER, to_terminal
+
+    saved = (LOGGER.handlers[:], LOGGER.level, LOGGER.propagate)
+    to_terminal()
+    yield
+    LOGGER.handlers[:], LOGGER.propagate = saved[0], saved[2]
+    LOGGER.setLevel(saved[1])
+
+
+def test_hostile_names_and_texts_reach_the_terminal_and_the_reports_inert(tmp_path, capsys, terminal):
     source = hostile_list(tmp_path / "in.jsonl")
     before = source.read_bytes()
     name = "[bold red]X[/bold red]<img src=x onerror=alert(1)>[/x]\x1b[2J"
@@ -64,3 +76,11 @@ def test_each_way_of_showing_text_leaves_nothing_active(text):
     block = fenced([text, "after"]).splitlines()
     assert block[0].startswith(block[-1]) and all(not line.startswith(block[-1]) for line in block[1:-1])
     assert visible("plain words, é, 中文") == "plain words, é, 中文"
+
+
+def test_a_number_that_rounds_to_zero_never_shows_a_minus_sign():
+    from rescorer.safetext import number
+
+    assert [number(-0.001), number(-0.001, "+.2f"), number(-0.0), number(-0.0001, ".1%")] == ["0.00", "+0.00", "0.00",
+                                                                                               "0.0%"]
+    assert [number(-0.005001), number(-0.5, "+.2f"), number(0.004, "+.2f")] == ["-0.01", "-0.50", "+0.00"]
