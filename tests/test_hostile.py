@@ -233,3 +233,11 @@ def test_an_interrupt_names_the_store_only_when_it_holds_scores(opened, tmp_path
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 143 and result.stderr.count("\n") == 1
     assert ("finished scores are in" in result.stderr) is opened and "rerun the same command" in result.stderr
+
+
+def test_a_shipped_data_config_without_its_data_says_which_data_and_how_to_point_at_it(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RESCORER_DATA": str(tmp_path / "nowhere")}
+    result = subprocess.run([*RESCORER, "task=rescore", "data=moses", f"out_dir={tmp_path}/out"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert_one_line_exit_2(result, f"data=moses reads {tmp_path / 'nowhere' / 'moses-nbest'}", "../shared/data",
+                           "RESCORER_DATA=DIR")

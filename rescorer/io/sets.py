@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError, check_known
 from ..options import MAPPING, Option, checked
+from ..paths import data_root
 from ..types import NBest
 from . import READ, detect_format, metric_for, read_nbest
 from .common import present
@@ -103,9 +105,18 @@ class Corpus:
                      for k, v in given.items()}
         for name, spec in self.sets.items():
             if not present(spec.nbest):
-                raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}")
+                raise ConfigError(f"data.sets.{name}.nbest: no such file or directory: {spec.nbest}"
+                                  f"{self.where_data(spec.nbest)}")
             if spec.refs is not None and not present(spec.refs):
-                raise ConfigError(f"data.sets.{name}.refs: no such file: {spec.refs}")
+                raise ConfigError(f"data.sets.{name}.refs: no such file: {spec.refs}{self.where_data(spec.refs)}")
+
+    def where_data(self, path: str) -> str:
+        """For a path under the data root that is not there: which data the config needs and how to point at it."""
+        root = data_root()
+        if root not in Path(path).parents:
+            return ""
+        return (f" (data={self.name} reads {root}/{Path(path).relative_to(root).parts[0]}: put the data folder "
+                f"beside the repository as ../shared/data, or set RESCORER_DATA=DIR to where it is)")
 
     @property
     def metric_name(self) -> str:
