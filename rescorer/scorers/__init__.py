@@ -26,10 +26,10 @@ def load_adapter(kind: str, model: str | None, *, case: str | None = None, appen
     it was trained with), ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``compile`` (torch.compile
     each layer), ``loaded`` (an in-memory (tokenizer, model)); ``ll`` and ``pll`` also ``context`` (what was said
     before each text: :class:`~rescorer.context.Context`)."""
-    check_known(f"{kind} scorer option", options, option_names(kind) - {"model", "kind"})
     if options.get("context") and kind not in CONTEXT_KINDS:
         raise ConfigError(f"a {kind} scorer reads no context (those that do: {', '.join(CONTEXT_KINDS)}); "
                           "remove its context option")
+    check_known(f"{kind} scorer option", options, option_names(kind) - {"model", "kind"})
     if kind == "student":  # it knows its normalisation
         common: dict[str, Any] = dict(case=case, append_period=append_period, compile=compile)
     else:
