@@ -109,6 +109,8 @@ def check_command_line(args: list[str]) -> None:
 
     parsed = get_args_parser().parse_args(args)
     dirs = [CONF, *([Path(parsed.config_dir).resolve()] if parsed.config_dir else [])]
+    for conf in dirs[1:]:
+        check_config_files(conf)
     if parsed.config_path or parsed.hydra_help or parsed.info or parsed.shell_completion or parsed.experimental_rerun \
             or not all(conf.is_dir() for conf in dirs):
         return  # another primary config, or not a run: Hydra's to handle
@@ -132,6 +134,18 @@ def check_command_line(args: list[str]) -> None:
             composed_config(dirs, parsed.config_name or "config",
                             [*chosen, *(o.input_line for o in values if not o.is_sweep_override())])
     check_run_dir(overrides, parsed.multirun)
+
+
+def check_config_files(conf: Path) -> None:
+    """Refuse a config directory holding a yaml that is not a regular file (a pipe would block Hydra forever)."""
+    from .errors import ConfigError
+    from .files import special_kind
+
+    for path in sorted(conf.rglob("*.yaml")) if conf.is_dir() else []:
+        kind = special_kind(path.stat().st_mode) if path.exists() else None
+        if kind:
+            raise ConfigError(f"--config-dir {conf}: {path} is not a regular file but {kind}, which could wait for a "
+                              "writer forever: save it to a file first")
 
 
 @contextlib.contextmanager

@@ -78,3 +78,13 @@ def test_valid_overrides_still_run(tmp_path):
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert set(report["sets"]) == {"dev_other", "test_clean", "extra"}
     assert report["sets"]["dev_other"]["utterances"] == 100
+
+
+def test_a_config_dir_holding_a_pipe_is_refused_before_hydra_would_wait_on_it(tmp_path):
+    (tmp_path / "conf" / "data").mkdir(parents=True)
+    os.mkfifo(tmp_path / "conf" / "data" / "mine.yaml")
+    result = rescorer_cli("--config-dir", str(tmp_path / "conf"), "data=mine", f"out_dir={tmp_path}/out", cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0] == (f"rescorer: error: --config-dir {tmp_path / 'conf'}: {tmp_path / 'conf' / 'data' / 'mine.yaml'} "
+                        "is not a regular file but a pipe, which could wait for a writer forever: save it to a file first")
