@@ -51,6 +51,8 @@ def run(cfg) -> None:
     to_terminal()
     try:
         run_task(cfg)
+        for signum in SIGNAL_STATUS:  # done, outputs in place: a late Ctrl-C or SIGTERM has nothing left to stop
+            signal.signal(signum, signal.SIG_IGN)
     except KeyboardInterrupt:
         interrupted(cfg)
     except Exception as err:

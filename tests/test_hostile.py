@@ -241,3 +241,25 @@ def test_a_shipped_data_config_without_its_data_says_which_data_and_how_to_point
                             capture_output=True, text=True, timeout=300)
     assert_one_line_exit_2(result, f"data=moses reads {tmp_path / 'nowhere' / 'moses-nbest'}", "../shared/data",
                            "RESCORER_DATA=DIR")
+
+
+def test_once_a_run_is_done_a_late_interrupt_has_nothing_to_stop(monkeypatch):
+    """After the task returned (its outputs in place), Ctrl-C and SIGTERM are ignored for the moments the process
+    takes to exit, instead of killing it silently with 143 while Python shuts down."""
+    import logging
+
+    import rescorer.cli as cli
+    import rescorer.tasks as tasks
+
+    ran = []
+    monkeypatch.setattr(tasks, "run_task", lambda cfg: ran.append(cfg))
+    saved = {signum: signal.getsignal(signum) for signum in cli.SIGNAL_STATUS}
+    logger = logging.getLogger("rescorer")
+    handlers, propagate = logger.handlers[:], logger.propagate
+    try:
+        cli.run({"engine": {}})
+        assert ran and all(signal.getsignal(signum) is signal.SIG_IGN for signum in cli.SIGNAL_STATUS)
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        logger.handlers[:], logger.propagate = handlers, propagate
