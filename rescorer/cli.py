@@ -138,8 +138,23 @@ def check_command_line(args: list[str]) -> None:
     check_run_dir(overrides, parsed.multirun)
 
 
+def refuse_aliases(path: Path) -> None:
+    """Refuse a config file with YAML aliases (a few lines of nested ones expand to billions of nodes)."""
+    import yaml
+
+    from .errors import ConfigError
+    from .pipeline.tuned import NoAliasLoader
+
+    try:
+        yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=NoAliasLoader)  # noqa: S506
+    except yaml.YAMLError as err:
+        if "aliases" in str(err):
+            raise ConfigError(f"{path}: YAML aliases (*name) are not allowed in a config") from None
+
+
 def check_config_files(conf: Path) -> None:
-    """Refuse a config directory holding a yaml that is not a regular file (a pipe would block Hydra forever)."""
+    """Refuse a config directory holding a yaml that is not a regular file (a pipe would block Hydra forever) or
+    that uses YAML aliases."""
     from .errors import ConfigError
     from .files import special_kind
 
@@ -148,6 +163,8 @@ def check_config_files(conf: Path) -> None:
         if kind:
             raise ConfigError(f"--config-dir {conf}: {path} is not a regular file but {kind}, which could wait for a "
                               "writer forever: save it to a file first")
+        if path.is_file() and "*" in path.read_text(encoding="utf-8", errors="replace"):
+            refuse_aliases(path)
 
 
 @contextlib.contextmanager

@@ -162,7 +162,18 @@ def test_tune_then_apply_in_other_formats(fixture, unlabel, base, best, tiny_mod
      "columns.ctc.weight must be a number"),
     ("base: {name: score}\ncolumns: {}\nmetric: {name: wre}\nscorers: {}\n", "unknown metric 'wre'"),
     ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\nweigths: {}\n", "unknown key"),
-], ids=["missing", "bad-yaml", "not-a-mapping", "weight-not-a-number", "misspelt-metric", "misspelt-key"])
+    ("base: {name: score}\ncolumns: {ctc: {weight: .nan}}\nmetric: {name: wer}\nscorers: {}\n",
+     "columns.ctc.weight must be a number, not nan"),
+    ("base: {name: score}\ncolumns: {ctc: {weight: 1.0e+400}}\nmetric: {name: wer}\nscorers: {}\n",
+     "columns.ctc.weight must be a number, not inf"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\ndev: &a [1, *a]\n", "aliases"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {}\ndev: [1, 2]\n", "dev must be a mapping"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {ll: {spec: {kind: ll, model: m, device: "
+     "'cuda:7'}, signature: 'll|model:m@x|rescorer:0.1.0'}}\n", "may not set device"),
+    ("base: {name: score}\ncolumns: {}\nmetric: {name: wer}\nscorers: {ll: {spec: {kind: ll, model: m, "
+     "trust_remote_code: true}, signature: 'll|model:m@x|rescorer:0.1.0'}}\n", "may not set trust_remote_code"),
+], ids=["missing", "bad-yaml", "not-a-mapping", "weight-not-a-number", "misspelt-metric", "misspelt-key", "nan-weight",
+        "overflowing-weight", "alias", "dev-a-list", "device", "trust-remote-code"])
 def test_a_bad_tuned_file_is_one_line_naming_it(content, says, tmp_path):
     tuned = tmp_path / "tuned.yaml"
     if content is not None:

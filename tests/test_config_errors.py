@@ -88,3 +88,15 @@ def test_a_config_dir_holding_a_pipe_is_refused_before_hydra_would_wait_on_it(tm
     assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert lines[0] == (f"rescorer: error: --config-dir {tmp_path / 'conf'}: {tmp_path / 'conf' / 'data' / 'mine.yaml'} "
                         "is not a regular file but a pipe, which could wait for a writer forever: save it to a file first")
+
+
+def test_a_config_dir_yaml_with_aliases_is_refused_before_it_expands(tmp_path):
+    (tmp_path / "conf" / "data").mkdir(parents=True)
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+    (tmp_path / "conf" / "data" / "mine.yaml").write_text("\n".join(laughs) + "\n")
+    result = rescorer_cli("--config-dir", str(tmp_path / "conf"), "data=mine", f"out_dir={tmp_path}/out", cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0] == f"rescorer: error: {tmp_path / 'conf' / 'data' / 'mine.yaml'}: YAML aliases (*name) are not " \
+                       "allowed in a config"
