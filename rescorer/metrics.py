@@ -254,16 +254,17 @@ def sentence_lists(refs: Sequence[str] | str, hyps: Sequence[str] | str) -> tupl
 
 
 def wer(refs: Sequence[str] | str, hyps: Sequence[str] | str, transform: str = "default") -> float:
-    """Corpus WER (a fraction, like ``jiwer.wer``) of ``hyps`` against ``refs`` (two strings: one sentence)."""
+    """Corpus WER of ``hyps`` against ``refs`` (two strings: one sentence) in percent, as every report writes it
+    (100 × ``jiwer.wer``)."""
     metric = WER(transform)
-    return float(metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
+    return float(metric.scale * metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
 
 
 def bleu(refs: Sequence[str] | str, hyps: Sequence[str] | str, **options) -> float:
-    """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu``) of ``hyps`` against one reference stream ``refs``
-    (two strings: one sentence)."""
+    """Corpus BLEU (0–100, like ``sacrebleu.corpus_bleu`` and every report) of ``hyps`` against one reference
+    stream ``refs`` (two strings: one sentence)."""
     metric = make_metric("bleu", **options)
-    return float(metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
+    return float(metric.scale * metric.from_stats(metric.segment_stats(*sentence_lists(refs, hyps)).sum(0)))
 
 
 @dataclass(frozen=True)

@@ -58,14 +58,14 @@ def test_random_selections_match_jiwer():
 def test_wer_standardize_transform_matches_jiwer():
     refs, hyps = ["Hello <unk> world", "it's fine"], ["hello world", "it is Fine too"]
     expected = jiwer.wer(refs, hyps, reference_transform=jiwer.wer_standardize, hypothesis_transform=jiwer.wer_standardize)
-    assert rescorer.wer(refs, hyps, transform="standardize") == pytest.approx(expected)
+    assert rescorer.wer(refs, hyps, transform="standardize") == pytest.approx(100 * expected)  # in percent
 
 
 def test_public_wer_and_bleu_match_peers():
     refs = ["the cat sat on the mat", "a quick brown fox", ""]
     hyps = ["the cat sat on mat", "a quick brown fox jumps", "noise"]
-    assert rescorer.wer(refs, hyps) == pytest.approx(jiwer.wer(refs, hyps))
-    assert rescorer.wer([""], ["x y"]) == jiwer.wer([""], ["x y"]) == 2  # jiwer 4: all-empty refs → insertion count
+    assert rescorer.wer(refs, hyps) == pytest.approx(100 * jiwer.wer(refs, hyps))  # percent, as the reports
+    assert rescorer.wer([""], ["x y"]) == 100 * jiwer.wer([""], ["x y"]) == 200  # jiwer 4: all-empty refs → insertions
     assert rescorer.bleu(refs[:2], hyps[:2]) == pytest.approx(sacrebleu.corpus_bleu(hyps[:2], [refs[:2]]).score)
 
 

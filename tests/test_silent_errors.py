@@ -82,7 +82,7 @@ def test_kaldi_text_with_ids_attaches_by_id_in_any_order(tmp_path, key):
     assert nbest.refs() == [REFS["utt1"], REFS["utt2"], REFS["utt3"]]
     expected = jiwer.wer(list(REFS.values()), list(HYPS.values()))  # 2 errors in 9 words
     assert expected == pytest.approx(2 / 9)
-    assert rescorer.wer(nbest.refs(), nbest.select([0] * len(nbest))) == pytest.approx(expected)
+    assert rescorer.wer(nbest.refs(), nbest.select([0] * len(nbest))) == pytest.approx(100 * expected)  # percent
 
 
 @pytest.mark.parametrize("first_ids", [("utt1", "utt2", "other3"), ("utt1", "other2", "other3")],
@@ -159,7 +159,7 @@ REF, HYP = "the cat sat on the mat today", "the cat sat on a mat today"
 
 
 @pytest.mark.parametrize("function, peer", [
-    (rescorer.wer, lambda refs, hyps: jiwer.wer(refs, hyps)),
+    (rescorer.wer, lambda refs, hyps: 100 * jiwer.wer(refs, hyps)),  # in percent
     (rescorer.bleu, lambda refs, hyps: sacrebleu.corpus_bleu(hyps, [refs]).score),
 ], ids=["wer", "bleu"])
 def test_a_string_pair_is_one_sentence_for_every_metric(function, peer):
