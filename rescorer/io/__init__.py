@@ -104,7 +104,24 @@ def detect_format(path: str | Path) -> str:
 
 def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = None,
                refs_fmt: str = "auto", **options) -> NBest:
-    """Read an N-best list, and attach references from ``refs`` (.trn, Kaldi text, manifest or lines)."""
+    """Read an N-best list, and attach references.
+
+    :param path: the list: a file or a decode directory (ESPnet, Kaldi).
+    :param fmt: its format (``auto``: detected from the layout and the first lines; :data:`FORMATS` lists them).
+    :param refs: references to attach (.trn, Kaldi text, a manifest or one line per utterance), by id where they
+        have ids.
+    :param refs_fmt: their format (``auto``: detected).
+    :param options: the reader's own options (field names of JSON/CSV lists, …); an unknown one is refused.
+    :returns: the :class:`NBest`: utterances in file order, hypotheses best first, each with its score columns.
+    :raises rescorer.NBestFormatError: naming the file and line of what cannot be read.
+
+    Example::
+
+        import rescorer
+
+        nbest = rescorer.read_nbest("recipes/demo/data/test_clean", refs="recipes/demo/data/test_clean/ref.trn")
+        print(nbest, rescorer.wer(nbest.refs(), nbest.select([0] * len(nbest))))  # NBest(fmt='espnet2', …) 1.37…
+    """
     checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
     if fmt == "auto":
         fmt = detect_format(path)

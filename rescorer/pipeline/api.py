@@ -50,17 +50,36 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
             bootstrap: int = 1000, seed: int = 0, data: str = "data", halves: int = 0) -> Rescored:
     """Score every set with ``scorers``, tune the interpolation weights on one set, apply them to every set.
 
-    ``sets`` are NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
-    not judged. ``dev`` is the tuning set: the name of one of ``sets``, or a set of its own (named ``dev`` in the
-    report); None: the first set with references whose name starts with ``dev``. ``scorers`` map a column name to
-    a loaded scorer (:func:`rescorer.load_scorer`) or to its options (``{"kind": "ll", "model": DIR}``, loaded with
-    ``engine`` settings). ``metric``: ``wer``, ``bleu``, ``auto`` (BLEU for MT formats) or a Metric. ``base`` is
-    the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by),
-    ``columns`` the tuned ones (``{name: {range, step, penalty, alpha}}``; default one per scorer). ``halves`` > 0
-    adds that many random half-splits of the tuning set comparing the fast and robust rules. With ``out_dir`` the
-    run's files are written there as ``task=rescore`` writes them; without, nothing is written.
-    Returns the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
-    (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`)."""
+    :param sets: NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
+        not judged.
+    :param dev: the tuning set: the name of one of ``sets``, or a set of its own (named ``dev`` in the report);
+        None: the first set with references whose name starts with ``dev``.
+    :param scorers: column name → a loaded scorer (:func:`rescorer.load_scorer`) or its options
+        (``{"kind": "ll", "model": DIR}``, loaded with ``engine`` settings).
+    :param metric: ``wer`` (in percent), ``bleu`` (0–100), ``auto`` (BLEU for MT formats) or a Metric.
+    :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
+    :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
+    :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
+    :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
+    :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).
+    :param bootstrap: paired-bootstrap resamples of each set's change (at most 100,000).
+    :param seed: the seed of the bootstrap and the search.
+    :param data: the data's name in the report.
+    :param halves: random half-splits of the tuning set comparing the fast and robust rules (0: none).
+    :returns: the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
+        (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`).
+    :raises rescorer.RescorerError: in one line naming it, for an argument, a list, an option or a model that
+        cannot work (nothing is written then).
+
+    Example::
+
+        import rescorer
+
+        demo = "recipes/demo/data/dev_other"
+        result = rescorer.rescore(sets={"dev_other": {"nbest": demo, "refs": f"{demo}/ref.trn", "every": 10}},
+                                  base="score", columns={"lm": {"range": [0, 1], "step": 0.1}})
+        print(result)  # Rescored(weights={'lm': …}, dev_other: wer … → …, … of 30 1-bests changed)
+    """
     checked("", dict(sets=sets, scorers=scorers, columns=columns, engine=engine, bootstrap=bootstrap, seed=seed,
                      data=data, halves=halves), ARGUMENTS)
     if not isinstance(out_dir, OutDir):
@@ -100,11 +119,33 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
           accept_changed_models: bool = False, bootstrap: int = 1000, seed: int = 0, data: str = "data",
           name: str = "test") -> Rescored:
     """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
-    score them with its scorers (loaded from the file with ``engine`` settings, or given as ``scorers``), apply its
-    weights, and report — the metric where the lists have references, the counts and changed 1-bests always.
-    ``sets``: one list (an NBest, a path or NBestSet options, named ``name``) or ``{name: list}``. A scorer whose
-    model or options changed since tuning is refused unless ``accept_changed_models``. With ``out_dir`` the same
-    files as ``task=rescore`` are written there."""
+    score them with its scorers, apply its weights, and report — the metric where the lists have references, the
+    counts and changed 1-bests always.
+
+    :param sets: one list (an NBest, a path or NBestSet options, named ``name``) or ``{name: list}``.
+    :param tuned: a ``tuned.yaml`` (checked whole before any model loads) or a :class:`Tuned`.
+    :param out_dir: where the files go, as ``task=rescore`` writes them; None: nothing is written.
+    :param engine: ``engine.*`` settings for the scorers the file names (where and how they run: the file never
+        decides that).
+    :param scorers: column → a loaded scorer, instead of loading the one the file names.
+    :param accept_changed_models: apply even where a scorer's model or options changed since tuning.
+    :param bootstrap: paired-bootstrap resamples where a list has references.
+    :param seed: the seed of the bootstrap.
+    :param data: the data's name in the report.
+    :param name: the name of a single list.
+    :returns: the report, the re-ranked lists and the tuned rescorer, as :func:`rescore` gives them.
+    :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
+        used (a changed model, an option a tuned file may not set).
+
+    Example::
+
+        import rescorer
+
+        demo = "recipes/demo/data"
+        tuned = rescorer.rescore(sets={"dev": {"nbest": f"{demo}/dev_other", "refs": f"{demo}/dev_other/ref.trn",
+                                               "every": 10}}, base="score", columns={"lm": {}}).tuned
+        print(rescorer.apply({"nbest": f"{demo}/test_clean", "every": 10}, tuned))  # no references needed
+    """
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
                      bootstrap=bootstrap, seed=seed, data=data, name=name), ARGUMENTS)
     if not isinstance(tuned, Tuned):
