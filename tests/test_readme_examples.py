@@ -1,7 +1,7 @@
 """README's Python examples, and the examples of the public API's docstrings, run as written: every ```python block
 of README.md in a fresh process, from an empty directory where the repository's demo excerpt is where README says
-(``recipes/demo/data``) and ``../shared/data`` is the real data when there is some. A block marked ``# needs: gpu`` (or ``shared-data``, ``download``) is skipped,
-with the reason, where that is missing."""
+(``recipes/demo/data``) and ``../shared/data`` is the real data when there is some. A block marked
+``# needs: gpu`` (or ``shared-data``, ``download``) is skipped, with the reason, where that is missing."""
 from __future__ import annotations
 
 import importlib.util
