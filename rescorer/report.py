@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Tuple, Union
 
@@ -87,11 +88,16 @@ def markdown(report: Mapping[str, Any], columns: Sequence[str], rows: list[list[
 
 
 def print_table(rows: list[list[str]], columns: Sequence[str], title: str, signature: str, first: str = "set") -> None:
-    """The table on the terminal; names and values are plain text to rich (never markup), controls made visible."""
-    table = Table(title=Text(visible(title)), caption=Text(visible(signature)))
-    table.add_column(Text(visible(first)))
+    """The table on the terminal, as wide as the terminal (``COLUMNS``; cells wrap, the table never breaks), then
+    the signature on a line of its own; names and values are plain text to rich (never markup), controls made
+    visible."""
+    width = shutil.get_terminal_size(fallback=(0, 0)).columns or max(110, 14 * len(columns) + 24)
+    table = Table(title=Text(visible(title)), padding=(0, 1) if width >= 100 else (0, 0))
+    table.add_column(Text(visible(first)), no_wrap=True)  # a name is never cut; headers wrap between words
     for column in columns:
-        table.add_column(Text(visible(column)), justify="right")
+        table.add_column(Text(visible(column)), justify="right", overflow="fold")
     for row in rows:
         table.add_row(*(Text(visible(cell)) for cell in row))
-    info(rendered(table, max(110, 14 * len(columns) + 24)))
+    info(rendered(table, width))
+    if signature:
+        info(visible(signature))

@@ -263,3 +263,16 @@ def test_once_a_run_is_done_a_late_interrupt_has_nothing_to_stop(monkeypatch):
         for signum, handler in saved.items():
             signal.signal(signum, handler)
         logger.handlers[:], logger.propagate = handlers, propagate
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_the_table_fits_the_terminal_and_the_signature_stands_whole_on_its_line(columns, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": str(columns)}
+    result = subprocess.run([*RESCORER, *BASE, CTC, f"out_dir={tmp_path}/out", f"engine.store={tmp_path}/s.sqlite"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len(table) >= 5 and all(len(line) <= columns and line[-1] in "┓┃┩│┘" for line in table), table
+    signature = json.loads((tmp_path / "out" / "report.json").read_text())["signature"]
+    assert signature in result.stdout.splitlines()  # one line, unbroken, whatever the width
+    assert "dev_other" in result.stdout and "test_clean" in result.stdout  # names are never cut
