@@ -158,11 +158,13 @@ def change_item(change: Change) -> str:
 
 
 def changes_block(changes: Sequence[Change]) -> str:
-    """Every changed utterance with a filter by verdict and the counts."""
+    """Every changed utterance with a filter by verdict and the counts (verdicts only where there are references
+    to judge by)."""
     if not changes:
         return '<p class="note">No 1-best changed.</p>'
     counts = {v: sum(c.verdict == v for c in changes) for v in VERDICTS}
-    offered = [v for v in counts if v in SHOWN or counts[v]]
+    judged = any(c.ref is not None for c in changes)
+    offered = [v for v in counts if (v in SHOWN and judged) or counts[v]]
     buttons = [f'<button type="button" data-show="all" aria-pressed="true">all ({len(changes)})</button>']
     buttons += [f'<button type="button" data-show="{v}" aria-pressed="false">{v} ({counts[v]})</button>'
                 for v in offered]
@@ -186,19 +188,24 @@ def header(report: Mapping[str, Any], metric: str, sets: Sequence[str]) -> str:
     """Title and what the run was: metric, tuning set, weights, signature; links to the sets."""
     about = {"wer": "WER: word error rate, lower is better", "bleu": "BLEU: higher is better"}.get(metric, metric)
     meta = [("metric", for_html(about)), ("tuned on", for_html(str(report.get("tuned_on") or "")))]
+    if report.get("task") == "apply":
+        meta.insert(0, ("applied", for_html(f"the tuned rescorer {report.get('tuned') or '(given in Python)'}")))
     if report.get("weights") is not None:
         meta.append(("weights", for_html(weights_text(report["weights"]) or "none")))
     if report.get("signature"):
         meta.append(("signature", f'<code>{for_html(str(report["signature"]))}</code>'))
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta if v)
     links = "".join(f'<a href="#set-{for_html(name)}">{for_html(name)}</a>' for name in sets)
-    legend = ('<p class="note legend">Words against the reference: <span class="sub">substituted</span> '
+    judged = any((entry or {}).get("references", True) for entry in (report.get("sets") or {}).values())
+    against = "Words against the reference" if judged else "Words before → after"
+    legend = (f'<p class="note legend">{against}: <span class="sub">substituted</span> '
               '<ins class="ins">inserted</ins> <del class="del">left out</del></p>')
     return f'<h1>{for_html(title(report))}</h1><dl class="meta">{rows}</dl><nav>Sets: {links}</nav>{legend}'
 
 
 def title(report: Mapping[str, Any]) -> str:
-    return f"Rescoring report: {report['data']}" if report.get("data") else "Rescoring report"
+    kind = "Apply report" if report.get("task") == "apply" else "Rescoring report"
+    return f"{kind}: {report['data']}" if report.get("data") else kind
 
 
 def plot(png: bytes | None) -> str:

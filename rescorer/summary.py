@@ -34,6 +34,8 @@ def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
     ``[+w]`` inserted); without references, the change itself ``[before→after]``."""
     lines = []
     short = [c for c in changes if len(c.after.split()) <= SHORT] or list(changes)
+    if any(c.ref is None for c in short):  # the arrows mean another thing than in a labelled run: say which
+        lines.append("  changed 1-bests, without references: [before→after], [-left out], [+added]")
     for change in examples(short, k):
         if change.ref is None:
             lines.append(f"  {change.id}: {marked(change.before, change.after, CONTEXT)}")

@@ -187,3 +187,16 @@ def test_chromium_renders_a_screenshot(tmp_path, page):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1280, 1600)
     assert len(data) > 50_000
+
+
+def test_an_apply_report_says_what_it_is_and_offers_no_verdicts_it_cannot_give():
+    from rescorer.changes import changed
+    from rescorer.html_report import html_page
+
+    report = {"task": "apply", "data": "new", "metric": "wer", "tuned": "exp/tuned/tuned.yaml", "tuned_on": "dev",
+              "sets": {"test": {"utterances": 2, "changed_1best": 1, "references": False}}}
+    page = html_page(report, {"test": changed(["u1", "u2"], ["a b", "c"], ["a c", "c"], None)}, None)
+    assert "<title>Apply report: new</title>" in page
+    assert "the tuned rescorer exp/tuned/tuned.yaml" in page and "Words before → after" in page
+    assert "Words against the reference" not in page
+    assert 'data-show="better"' not in page and 'data-show="unknown"' in page  # nothing to judge by

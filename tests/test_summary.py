@@ -37,5 +37,6 @@ def test_a_set_without_references_is_counted_not_judged():
     report = {"metric": "wer", "units": "percent", "sets": {"new": entry}}
     lines = summary(report, {"new": changes}, "out", "out/tuned.yaml")
     assert lines[0] == "new: 1 of 4 1-bests changed (no references: not judged)"
-    assert lines[1] == "  u1: a [b→c]" == example_lines(changes)[0]
+    assert lines[1] == "  changed 1-bests, without references: [before→after], [-left out], [+added]"
+    assert lines[2] == "  u1: a [b→c]" == example_lines(changes)[1]  # the arrow says before → after here
     assert lines[-1].startswith("Apply the tuned rescorer to new lists: rescorer task=apply task.tuned=out/tuned.yaml")
