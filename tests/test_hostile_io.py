@@ -116,9 +116,9 @@ def kept(scores: dict, target: str) -> dict:
     """The columns ``target`` reads back (see rescorer/io/target.py): all, or the overall one renamed."""
     if target in ("jsonl", "kaldi"):
         return dict(scores)
-    if target == "hyporadise":  # am_score, else the overall score, as am_score; none (it is optional) without them
+    if target == "hyporadise":  # am_score (else the overall score, as am_score); every other column by its own name
         main = "am_score" if "am_score" in scores else overall(scores, target)
-        return {"am_score": scores[main]} if main else {}
+        return {**({"am_score": scores[main]} if main else {}), **{k: v for k, v in scores.items() if k != main}}
     main = overall(scores, target)
     name = "total" if target in ("moses", "marian") else "score"
     if target in SINGLE_SCORE:

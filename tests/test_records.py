@@ -80,7 +80,7 @@ def test_hyporadise_reranked_keeps_every_key_in_place(tmp_path):
 def test_hyporadise_1best_wer_is_jiwers(tmp_path):
     nbest = rescorer.read_nbest(HYPORADISE)
     refs, best = nbest.refs(), [u.hyps[0].text for u in nbest]
-    assert rescorer.wer(refs, best) == pytest.approx(jiwer.wer(refs, best), abs=1e-12)
+    assert rescorer.wer(refs, best) == pytest.approx(100 * jiwer.wer(refs, best), abs=1e-10)  # percent
     corpus = Corpus("hp", {"test": {"nbest": str(HYPORADISE)}}, {"name": "wer"})
     report = evaluate({"test": corpus.sets["test"].read()}, make_metric("wer"), tmp_path / "out", "hp")
     assert report["sets"]["test"]["baseline"]["wer"] == pytest.approx(100 * jiwer.wer(refs, best), abs=1e-9)
@@ -138,6 +138,10 @@ def test_rescored_hyporadise_is_written_back_as_hyporadise(tmp_path):
     back = rescorer.read_nbest(written)
     assert [[h.text for h in u.hyps] for u in back] == [[h.text for h in u.hyps] for u in result.nbests["dev"]]
     assert json.loads(written.read_text())[1]["lang"] == {"code": "fr", "ok": True}
+    record = json.loads(written.read_text())[0]  # the re-ranked list carries its new columns, as every format can
+    assert len(record["rescore"]) == len(record["input"])
+    assert [h.scores["rescore"] for h in back.utterances[0].hyps] == [
+        h.scores["rescore"] for h in result.nbests["dev"].utterances[0].hyps]
 
 
 # ---------------------------------------------------------------- errors name the file and line

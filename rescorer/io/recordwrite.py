@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,10 +24,12 @@ DEFAULT_LAYOUT = {"indent": 4, "ascii": False, "newline": True}
 class Plan:
     """One writer call: the mapping, the file kind, which column each score field takes, whether to reuse what was read."""
 
-    def __init__(self, nbest: NBest, path: Path, fmt: str, spec: Fields, score_column: str | None):
-        self.path, self.fmt, self.spec = path, fmt, spec
+    def __init__(self, nbest: NBest, path: Path, fmt: str, spec: Fields, score_column: str | None,
+                 extra: tuple[str, ...] = ()):
         stored = nbest.meta.get("fields")
         self.native = native_format(nbest) == fmt and (stored is None or Fields.of(json.loads(stored)) == spec)
+        spec = replace(spec, scores=(*spec.scores, *extra))  # more score lists beside the mapping read
+        self.path, self.fmt, self.spec = path, fmt, spec
         self.layout = json.loads(nbest.meta.get("layout") or "{}") if self.native else {}
         self.container = spec.container if spec.container != "auto" else (
             nbest.meta.get("container") if self.native and nbest.meta.get("container") else
@@ -139,7 +142,7 @@ def cell(value: Any) -> str:
 
 
 def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fields | None = None,
-                 score_column: str | None = None, fmt: str = "fields") -> None:
+                 score_column: str | None = None, fmt: str = "fields", extra: tuple[str, ...] = ()) -> None:
     """Write ``nbest`` through the mapping ``fields`` (default: the one it was read with, else ``id``, ``hyps``,
     ``ref`` and every column as a score field), in the container ``fields.container`` or the path's suffix."""
     path = Path(path)
@@ -149,7 +152,8 @@ def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fie
         spec = Fields.of(json.loads(nbest.meta["fields"]))
     else:
         spec = Fields(hyps="hyps", ref="ref", id="id", scores=tuple(nbest.columns))
-    plan = Plan(nbest, path, fmt, spec, score_column)
+    plan = Plan(nbest, path, fmt, spec, score_column, extra)
+    spec = plan.spec
     if spec.rank is None:
         records = [utterance_record(plan, utt, k) for k, utt in enumerate(nbest)]
     else:
@@ -159,6 +163,10 @@ def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fie
 
 def write_hyporadise(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
     """HyPoradise JSON; ``am_score`` from ``score_column``, else the column ``am_score``, else ``score``/``total``;
-    a list read from HyPoradise also gets back its other score lists, each from its own column."""
+    every other column (the file's own score lists, ``rescore``, the LM columns) as a list of its own name, which
+    the reader reads back as that column."""
     stored = nbest.meta.get("fields") if native_format(nbest) == "hyporadise" else None
-    write_fields(nbest, path, Fields.of(json.loads(stored)) if stored else HYPORADISE, score_column, fmt="hyporadise")
+    spec = Fields.of(json.loads(stored)) if stored else HYPORADISE
+    first = score_column or next((c for c in (spec.scores[0], "score", "total") if c in nbest.columns), None)
+    extra = tuple(c for c in nbest.columns if c not in spec.scores and c != first)
+    write_fields(nbest, path, spec, score_column, fmt="hyporadise", extra=extra)
