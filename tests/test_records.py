@@ -222,3 +222,26 @@ def test_writer_refuses_what_the_mapping_cannot_hold(tmp_path):
         rescorer.write_nbest(empty, tmp_path / "c.csv", "fields", fields=ROWS)
     assert list(tmp_path.iterdir()) == []
     assert Fields.of(ROWS).scores == ("am",)
+
+
+def test_a_list_without_scores_is_rescored_with_its_order_as_the_base(tiny_causal, tmp_path):
+    """Texts only, in the toolkit's order: the order becomes the column ``rank`` (−ln(1 + position)), the base
+    that the LM re-ranks; without an LM column the 1-bests stay as given."""
+    import math
+
+    records = [{"input": ["the cat sat on the mat", "the cat sat on a mat", "a cat sat on the mat"],
+                "output": "the cat sat on the mat"},
+               {"input": ["hello word", "hello world"], "output": "hello world"},
+               {"input": ["good morning", "good mourning", "could morning"], "output": "good morning"}]
+    path = tmp_path / "texts.json"
+    path.write_text(json.dumps(records))
+    plain = rescorer.rescore(sets={"dev": str(path)}, columns={}, bootstrap=10)
+    assert plain.report.base == "rank" and "base:rank" in plain.report.signature
+    assert [u.hyps[0].text for u in plain.nbests["dev"]] == [r["input"][0] for r in records]
+    result = rescorer.rescore(sets={"dev": str(path)}, scorers={"ll": {"kind": "ll", "model": str(tiny_causal)}},
+                              bootstrap=10)
+    assert result.report.base == "rank"
+    for record, utterance in zip(records, result.nbests["dev"]):
+        for hyp in utterance.hyps:
+            assert hyp.scores["rank"] == -math.log1p(record["input"].index(hyp.text))
+            assert hyp.scores["rescore"] == pytest.approx(hyp.scores["rank"] + result.weights["ll"] * hyp.scores["ll"])

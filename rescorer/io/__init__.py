@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -140,6 +141,18 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     return nbest
 
 
+RANK = "rank"  # the column a list without scores gets from its order
+
+
+def with_rank(nbest: NBest) -> NBest:
+    """``nbest`` itself, or, where it carries no score at all (saved beam outputs, another system's lists), a copy
+    whose order is its one column: ``rank`` = −ln(1 + position), 0 for the first hypothesis, −0.69 for the second,
+    …; it ranks them as given and serves as the base that LM scores re-rank."""
+    if nbest.columns or not nbest.num_hypotheses:
+        return nbest
+    return nbest.with_columns({RANK: [0.0 - math.log1p(k) for u in nbest for k in range(len(u.hyps))]})
+
+
 def natural_base(nbest: NBest) -> str:
     """The column ``nbest``'s format ranks by (ESPnet and fairseq ``score``, Moses/Marian ``total``, HyPoradise
     ``am_score`` or ``score``), else its only column; refused with the columns it has when neither is there."""
@@ -191,5 +204,5 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     return nbest
 
 
-__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "attach_refs", "check_nbest", "detect_format",
-           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "write_nbest"]
+__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "RANK", "attach_refs", "check_nbest", "detect_format",
+           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "with_rank", "write_nbest"]

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Union
 from ..combine import Column
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
-from ..io import check_nbest, metric_for
+from ..io import check_nbest, metric_for, with_rank
 from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric, make_metric
 from ..types import NBest
@@ -30,15 +30,16 @@ ARGUMENTS = {**RUN, "sets": Option("mapping", null=True), "scorers": Option("map
 def as_nbest(value: SetLike, where: str) -> NBest:
     """A set as an :class:`NBest`: as given (checked), read from a path (format detected), or read from NBestSet
     options (``{"nbest": PATH, "refs": PATH, "fmt": …, "options": …, "every": …, "top": …}``); errors name the
-    argument ``where`` (``dev``, ``sets['test']``)."""
+    argument ``where`` (``dev``, ``sets['test']``). A list without any score gets its order as the column ``rank``
+    (:func:`rescorer.io.with_rank`)."""
     if isinstance(value, NBest):
-        return check_nbest(value, where)
+        return with_rank(check_nbest(value, where))
     if isinstance(value, (str, Path)):
-        return NBestSet(str(value), where=f"{where}: ").read()
+        return with_rank(NBestSet(str(value), where=f"{where}: ").read())
     if isinstance(value, Mapping):
         check_known(f"{where} key", value, SUBSET)
-        return NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v for k, v in value.items()},
-                        where=f"{where}.").read()
+        return with_rank(NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v
+                                     for k, v in value.items()}, where=f"{where}.").read())
     raise ConfigError(f"{where} must be an NBest, a path or NBestSet options, not {type(value).__name__}")
 
 
