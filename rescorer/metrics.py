@@ -9,6 +9,7 @@ sacrebleu on the same strings.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import version
@@ -51,6 +52,11 @@ class Metric:
     def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
         """The corpus metric computed by the peer library itself on the strings (the reference path)."""
         raise NotImplementedError
+
+    def mismatches(self, refs: Sequence[str], hyps: Sequence[str]) -> list[str]:
+        """What the hypotheses and references say about this metric's options, before anything is scored: a
+        difference of form (case, tokenisation) the metric would count as errors, with the option that fixes it."""
+        return []
 
 
 class WER(Metric):
@@ -156,6 +162,19 @@ class BLEUMetric(Metric):
     def corpus(self, refs: Sequence[str], hyps: Sequence[str]) -> float:
         return self.bleu.corpus_score(list(hyps), [list(refs)]).score
 
+    def mismatches(self, refs: Sequence[str], hyps: Sequence[str]) -> list[str]:
+        found = []
+        hyp_text, ref_text = " ".join(hyps), " ".join(refs)
+        if (not self.options["lowercase"] and any(c.isalpha() for c in hyp_text) and hyp_text == hyp_text.lower()
+                and ref_text != ref_text.lower()):
+            found.append("the hypotheses are all lowercase but the references are not: BLEU counts every case "
+                         "difference as an error; data.metric.lowercase=true compares them without case")
+        if tokenised_share(hyps) > 0.3 and tokenised_share(refs) < 0.05 and self.options["tokenize"] != "none":
+            found.append("the hypotheses look tokenised (spaces before punctuation, escapes like &apos;) but the "
+                         "references do not: detokenise the hypotheses before scoring (sacremoses, or the toolkit's "
+                         "own detokenizer), or tokenise both alike and pass data.metric.tokenize=none")
+        return found
+
     @property
     def signature(self) -> str:
         """sacrebleu's own signature (it is known only once something was scored: one stream, one empty pair)."""
@@ -164,6 +183,15 @@ class BLEUMetric(Metric):
         except ValueError:
             self.bleu.corpus_score([""], [[""]])
             return str(self.bleu.get_signature())
+
+
+TOKENISED = re.compile(r" [,.;:!?)%]|\( | n't\b| 's\b|&apos;|&quot;|&amp;|@-@")  # Moses-style tokens
+
+
+def tokenised_share(texts: Sequence[str]) -> float:
+    """The share of ``texts`` that carry a sign of tokenisation (a space before punctuation, a split clitic, an
+    escaped character)."""
+    return sum(bool(TOKENISED.search(text)) for text in texts) / max(1, len(texts))
 
 
 def make_metric(name: str, **options) -> Metric:

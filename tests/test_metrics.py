@@ -119,3 +119,31 @@ def test_each_metric_knows_its_scale_units_and_direction():
     assert (bleu.scale, bleu.units, bleu.label, bleu.higher_is_better) == (1.0, "BLEU (0-100)", "BLEU", True)
     refs, hyps = ["a b c d"], ["a b x d"]
     assert wer.scale * float(wer.from_stats(wer.segment_stats(refs, hyps).sum(0))) == pytest.approx(25.0)
+
+
+def test_bleu_says_before_scoring_when_case_or_tokenisation_differ_and_which_option_fixes_it(tmp_path, caplog):
+    """Lowercased, tokenised output against cased, detokenised references: two one-line warnings naming the fix;
+    with lowercase=true the BLEU equals sacrebleu's on the lowercased texts, and the case warning is gone."""
+    import json as jsonlib
+
+    from rescorer.metrics import make_metric
+
+    refs = ["The house is big, he said.", "It's Paris again!", "We don't know."]
+    hyps = [["the house is big , he said .", "the house is large , he said ."],
+            ["it &apos;s paris again !", "it is paris again !"], ["we do n't know .", "we don 't know ."]]
+    path = tmp_path / "mt.jsonl"
+    path.write_text("".join(jsonlib.dumps({"id": str(k), "ref": ref, "hyps": [
+        {"text": text, "scores": {"score": -float(j)}} for j, text in enumerate(options)]}) + "\n"
+        for k, (ref, options) in enumerate(zip(refs, hyps))))
+    result = rescorer.rescore(sets={"dev": str(path)}, metric="bleu", columns={}, bootstrap=10)
+    said = [r.getMessage() for r in caplog.records if r.name == "rescorer" and r.levelname == "WARNING"]
+    assert any("all lowercase but the references are not" in s and "data.metric.lowercase=true" in s for s in said)
+    assert any("look tokenised" in s and "detokenise the hypotheses" in s for s in said)
+    assert result.report.warnings[:2] == [s.removeprefix("rescorer: warning: ") for s in said[:2]]
+    caplog.clear()
+    lowered = rescorer.rescore(sets={"dev": str(path)}, metric=make_metric("bleu", lowercase=True), columns={},
+                               bootstrap=10)
+    firsts = [options[0] for options in hyps]
+    assert lowered.report.sets["dev"].baseline["bleu"] == pytest.approx(
+        sacrebleu.corpus_bleu(firsts, [refs], lowercase=True).score)
+    assert not any("lowercase" in r.getMessage() for r in caplog.records)

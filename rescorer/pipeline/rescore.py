@@ -202,13 +202,17 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     dev = tuning_set([name for name, nbest in sets.items() if any(u.ref is not None for u in nbest)], tune_on,
                      list(sets))
     base = base or Column(natural_base(sets[dev]))
+    mismatched = metric.mismatches(sets[dev].refs(), sets[dev].select([0] * len(sets[dev])))
+    for warning in mismatched:  # before any scoring: the user may stop and fix the option
+        warn(visible(warning))
     columns, notes = match_scales(list(columns) if columns else default_columns(list(scorers)), base, sets[dev],
                                   list(scorers))
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
     result = tune(prepared[dev], columns, search)
-    warnings = search_warnings(result, columns)
-    for warning in warnings:
+    found = search_warnings(result, columns)
+    for warning in found:
         warn(visible(warning))
+    warnings = [*mismatched, *found]
     weights = np.array([result.weights[c.name] for c in columns])
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": {"name": "fast"}, "robust": {"name": "robust"}}, halves, seed) if halves else None
