@@ -38,7 +38,7 @@ def valid_row(total: object, tokens: object) -> tuple[float, list[float]] | None
         return None
     if math.isinf(summed) != (math.isinf(total) and bool(scores)):  # an empty list may go with any total
         return None
-    return float(total), [float(score) for score in scores]
+    return float(total), scores
 
 
 def read_only(path: Path) -> sqlite3.Connection:
