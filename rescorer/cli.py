@@ -3,6 +3,7 @@
 and Ctrl-C (or SIGTERM) at any moment is one line and exit 130 (143)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -102,14 +103,15 @@ def check_command_line(args: list[str]) -> None:
     """Refuse a misspelt config group, option or key before Hydra composes, which would print several lines: the
     groups and options are the yaml files of ``conf/`` and of ``--config-dir``, the keys those of the config the
     group choices compose and, for a ``+key``, those its reader takes. Hydra's own refusals become one line."""
-    from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
     from .errors import check_known
     from .tasks import CONF
 
-    parsed = get_args_parser().parse_args(args)
+    parsed = hydra_arguments(args)
+    if parsed is None:
+        return  # not a command line Hydra takes: its own usage says why
     dirs = [CONF, *([Path(parsed.config_dir).resolve()] if parsed.config_dir else [])]
     for conf in dirs[1:]:
         check_config_files(conf)
@@ -136,6 +138,32 @@ def check_command_line(args: list[str]) -> None:
             composed_config(dirs, parsed.config_name or "config",
                             [*chosen, *(o.input_line for o in values if not o.is_sweep_override())])
     check_run_dir(overrides, parsed.multirun)
+
+
+class QuietParser(argparse.ArgumentParser):
+    """An argument parser that raises on what it cannot parse instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def hydra_arguments(args: list[str]) -> argparse.Namespace | None:
+    """``args`` read as Hydra's command line reads them (its flags and the overrides); None if it would refuse them."""
+    parser = QuietParser(add_help=False)
+    for flags in (["--help", "-h"], ["--hydra-help"], ["--version"], ["--resolve"], ["--run", "-r"],
+                  ["--multirun", "-m"], ["--shell-completion", "-sc"]):
+        parser.add_argument(*flags, action="store_true")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--cfg", "-c", choices=["job", "hydra", "all"])
+    for flags in (["--package", "-p"], ["--config-path", "-cp"], ["--config-name", "-cn"], ["--config-dir", "-cd"],
+                  ["--experimental-rerun"]):
+        parser.add_argument(*flags)
+    parser.add_argument("--info", "-i", nargs="?", const="all",
+                        choices=["all", "config", "defaults", "defaults-tree", "plugins", "searchpath"])
+    try:
+        return parser.parse_args(args)
+    except ValueError:
+        return None
 
 
 def refuse_aliases(path: Path) -> None:

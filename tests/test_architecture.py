@@ -143,6 +143,14 @@ def test_only_the_cli_and_tasks_use_hydra_and_the_lower_layers_no_torch():
             assert not {layer(t) for t in EDGES[module]} & {"scorers", "engine"}, module
 
 
+def test_no_module_reaches_into_a_librarys_private_modules():
+    """Hydra, OmegaConf and the rest are used through their public API only (``_internal`` changes without notice)."""
+    private = {module: sorted(t for t in imports(path) if any(part.startswith("_") and not part.startswith("__")
+                                                                for part in t.split(".")[1:]))
+               for module, path in MODULES.items()}
+    assert {m: names for m, names in private.items() if names} == {}
+
+
 def test_types_errors_and_version_import_nothing_of_the_package():
     for module in MODULES:
         if layer(module) in ("types", "errors", "version"):
