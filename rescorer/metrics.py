@@ -336,3 +336,21 @@ def paired_bootstrap(stats: NBestStats, baseline: np.ndarray, system: np.ndarray
     better = diff > 0 if stats.metric.higher_is_better else diff < 0
     return {"low": float(np.quantile(diff, tail)), "high": float(np.quantile(diff, 1 - tail)),
             "p_better": float(better.mean()), "samples": samples, "level": level}
+
+
+MIN_UTTERANCES, MIN_SAMPLES = 30, 1000  # below either, no interval is called significant
+
+
+def significance(low: float, high: float, higher_is_better: bool, utterances: int | None = None,
+                 samples: int | None = None, equal: bool = False) -> str:
+    """A change in plain words from its 95% interval: significant only when the interval excludes 0, from at
+    least 30 utterances and 1,000 resamples; equal results are "unchanged", never better."""
+    if equal or (low, high) == (0, 0):
+        return "unchanged"
+    if utterances is not None and utterances < MIN_UTTERANCES:
+        return f"too few utterances to tell ({utterances} < {MIN_UTTERANCES})"
+    if samples is not None and samples < MIN_SAMPLES:
+        return f"too few resamples to tell (task.bootstrap={samples} < {MIN_SAMPLES})"
+    if low <= 0 <= high:
+        return "no significant change"
+    return "significantly " + ("better" if (low > 0) == higher_is_better else "worse")

@@ -90,3 +90,18 @@ SEED = Option("integer", low=0)              # numpy's generators take no negati
 RESAMPLES = Option("integer", low=1, high=100_000)  # bootstrap resamples (each one a row of utterance draws)
 HALVES = Option("integer", low=0, high=1000)  # random half-splits, each a whole tuning run
 RUN = {"bootstrap": RESAMPLES, "seed": SEED, "halves": HALVES}  # a rescoring run's own (task.bootstrap, …)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A rescoring run's own options, checked once where they come in (:meth:`of`): paired-bootstrap resamples of
+    each set's change, the seed of the bootstrap and the search, random half-splits of the tuning set (0: none)."""
+
+    bootstrap: int = 1000
+    seed: int = 0
+    halves: int = 0
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], prefix: str = "") -> "RunOptions":
+        """The run options among ``values`` (other keys are not read), each checked; errors name ``prefix`` + key."""
+        return cls(**{key: value for key, value in checked(prefix, values, RUN).items() if key in RUN})

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rescorer
+from rescorer.options import RunOptions
 from rescorer import pipeline
 from rescorer.combine import Column
 from rescorer.metrics import make_metric
@@ -126,8 +127,8 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
     columns, base = [Column("ctc", range=(0, 1), step=0.5)], Column("score")
     prepared = {name: pipeline.prepare(nbest, {}, base, columns, make_metric("wer")) for name, nbest in sets.items()}
     search = pipeline.tune(prepared["dev_other"], columns)
-    report = pipeline.rescore_loaded(sets, {}, metric, base, columns, bootstrap=100, data="demo",
-                                    out_dir=tmp_path / "out").report
+    report = pipeline.rescore_loaded(sets, {}, metric, base=base, columns=columns, run=RunOptions(bootstrap=100),
+                                     data="demo", out_dir=tmp_path / "out").report
     assert report.weights == search.weights
     evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
     assert evaluated["sets"]["test_clean"]["baseline"] == report.sets["test_clean"].baseline
@@ -139,7 +140,7 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
     (0.2, 1.5, True, "significantly better"), (-1.0, -0.1, True, "significantly worse"),
     (0.0, 0.4, False, "no significant change")])
 def test_a_change_is_called_significant_only_when_its_interval_excludes_zero(low, high, higher_is_better, words):
-    from rescorer.pipeline.rescore import significance
+    from rescorer.metrics import significance
 
     assert significance(low, high, higher_is_better) == words
 
@@ -149,7 +150,7 @@ def test_a_change_is_called_significant_only_when_its_interval_excludes_zero(low
     (300, 999, False, "too few resamples to tell (task.bootstrap=999 < 1000)"), (300, 1, True, "unchanged"),
     (2, 1000, True, "unchanged")])
 def test_too_few_utterances_or_resamples_cannot_be_significant(utterances, samples, equal, words):
-    from rescorer.pipeline.rescore import significance
+    from rescorer.metrics import significance
 
     assert significance(-0.5, -0.1, False, utterances, samples, equal) == words
 

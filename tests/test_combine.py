@@ -222,13 +222,15 @@ def test_robust_search_keeps_a_weight_only_as_large_as_the_dev_set_justifies():
 
 
 def test_half_splits_tune_on_one_half_and_measure_the_other():
+    from rescorer.combine import Search
     from rescorer.combine.heldout import half_splits, subset
     from rescorer.metrics import WER
 
     nbest = planted({"lm": 0.5}, utterances=60)
     columns = [Column("lm", step=0.1)]
     features, stats = Features.of(nbest, Column("score"), columns), NBestStats.compute(nbest, WER())
-    study = half_splits(features, stats, columns, {"fast": {}, "robust": {"samples": 50}}, splits=3, seed=4)
+    study = half_splits(features, stats, columns, {"fast": Search.of("fast"), "robust": Search.of(
+        {"name": "robust", "samples": 50})}, splits=3, seed=4)
     assert len(study["fast"]["deltas"]) == len(study["robust"]["weights"]) == 3
     order = np.random.default_rng(4).permutation(60)
     tune, held = np.sort(order[:30]), np.sort(order[30:])

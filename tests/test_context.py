@@ -147,7 +147,7 @@ def test_rescoring_with_a_context_column_beside_the_plain_one(tiny_models, tmp_p
     assert "context:2/256/first_pass" in report["scorers"]["ll_ctx"] and "context" not in report["scorers"]["ll"]
     assert any(note.startswith("ll_ctx reads each hypothesis after the first_pass 1-bests of up to 2")
                for note in report["notes"])
-    from rescorer.pipeline.rescore import context_labels
+    from rescorer.pipeline.results import context_labels
 
     assert context_labels(result.tuned) == {"ll_ctx": "ll_ctx (previous 2 utterances)"}
     assert (tmp_path / "out" / "weights_dev.png").is_file()

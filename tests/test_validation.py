@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import rescorer
+from rescorer.options import RunOptions
 from rescorer import plots
 from rescorer.combine import Column, SearchResult
 from rescorer.io.sets import NBestSet
@@ -180,8 +181,8 @@ def test_a_rescoring_run_with_halves_writes_strict_json(tmp_path):
     sets = {name: {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), "every": 15, "top": 5}
             for name in ("dev_other", "test_clean")}
     rescorer.pipeline.rescore_loaded({name: NBestSet(**spec).read() for name, spec in sets.items()}, {},
-                                    make_metric("wer"), columns=[Column("ctc", step=0.5)], bootstrap=50, halves=2,
-                                    out_dir=tmp_path / "out")
+                                    make_metric("wer"), columns=[Column("ctc", step=0.5)],
+                                    run=RunOptions(bootstrap=50, halves=2), out_dir=tmp_path / "out")
     halves = strict_json((tmp_path / "out" / "report.json").read_text())["halves"]
     assert len(halves["fast"]["deltas"]) == 2 and isinstance(halves["robust"]["mean"], float)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..metrics import NBestStats
 from .interpolate import Column, Features, best_ranks
-from .rules import search_weights
+from .rules import Search, search_weights
 
 
 def subset(features: Features, stats: NBestStats, rows: np.ndarray) -> tuple[Features, NBestStats]:
@@ -19,8 +19,8 @@ def subset(features: Features, stats: NBestStats, rows: np.ndarray) -> tuple[Fea
 
 
 def half_splits(features: Features, stats: NBestStats, columns: Sequence[Column],
-                rules: Mapping[str, Mapping[str, Any]], splits: int = 20, seed: int = 0) -> dict[str, Any]:
-    """For ``splits`` seeded random halves: tune with each rule ({name: search options}) on one half, apply to the
+                rules: Mapping[str, Search], splits: int = 20, seed: int = 0) -> dict[str, Any]:
+    """For ``splits`` seeded random halves: tune with each rule (``{name: Search}``) on one half, apply to the
     other; per rule the held-half change (rescored − baseline metric, reported scale) and the weights chosen."""
     rng = np.random.default_rng(seed)
     metric = stats.metric
@@ -31,8 +31,7 @@ def half_splits(features: Features, stats: NBestStats, columns: Sequence[Column]
         tune_f, tune_s = subset(features, stats, tune_rows)
         held_f, held_s = subset(features, stats, held_rows)
         for name, options in rules.items():
-            options = dict(options)
-            result = search_weights(options.pop("name", name), None, tune_f, tune_s, columns, **options)
+            result = search_weights(options, None, tune_f, tune_s, columns)
             weights = np.array([result.weights[c.name] for c in columns])
             delta = held_s.score(best_ranks(held_f, weights)) - held_s.score(held_s.baseline_ranks())
             out[name]["deltas"].append(metric.scale * delta)

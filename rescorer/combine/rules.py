@@ -1,9 +1,10 @@
 """The search rules by name (``grid``, ``fast``, ``robust``): each rule's options, checked, and the one entry point."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..errors import UnknownNameError, check_known
+from ..errors import ConfigError, UnknownNameError, check_known, short_repr
 from ..metrics import NBestStats
 from ..options import RESAMPLES, SEED, Option, checked
 from ..types import NBest
@@ -20,6 +21,29 @@ SEARCHES = {  # each search rule's options: what ``search.<key>`` may hold
 }
 
 
+@dataclass(frozen=True)
+class Search:
+    """A weight search: its rule (``fast``, ``grid``, ``robust``) and the rule's options, checked once where it comes
+    in (:meth:`of`)."""
+
+    method: str = "fast"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: "Search | str | Mapping[str, Any] | None") -> "Search":
+        """``value`` as a Search: a rule's name, ``{name: RULE, …options}`` (None: fast), or a Search as it is."""
+        if isinstance(value, Search):
+            return value
+        if isinstance(value, str) or value is None:
+            value = {"name": value or "fast"}
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"search must be fast, grid, robust or a mapping {{name: fast|grid|robust, …options}}, "
+                              f"not {short_repr(value)}")
+        options = dict(value)
+        method = options.pop("name", "fast")
+        return cls(method, search_options(method, options))
+
+
 def search_options(method: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options of search rule ``method``, each checked: an unknown rule or key, or a value of the wrong kind or
     out of range, is one :class:`ConfigError` naming it."""
@@ -29,13 +53,11 @@ def search_options(method: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     return checked("search.", options, SEARCHES[method])
 
 
-def search_weights(method: str, nbest: NBest, features: Features, stats: NBestStats, columns: Sequence[Column],
-                   **options) -> SearchResult:
-    """The best weights on the dev set by search rule ``method`` (``grid``, ``fast`` or ``robust``) and its
-    ``options`` (checked first)."""
-    options = search_options(method, options)
-    if method == "grid":
+def search_weights(search: Search, nbest: NBest | None, features: Features, stats: NBestStats,
+                   columns: Sequence[Column]) -> SearchResult:
+    """The best weights on the dev set by ``search``."""
+    if search.method == "grid":
         return grid_search(nbest, features, stats, columns)
-    if method == "fast":
-        return fast_search(features, stats, columns, **options)
-    return robust_search(features, stats, columns, **options)
+    if search.method == "fast":
+        return fast_search(features, stats, columns, **search.options)
+    return robust_search(features, stats, columns, **search.options)

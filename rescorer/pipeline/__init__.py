@@ -6,8 +6,8 @@ from .api import apply, rescore
 from .baseline import evaluate
 from .outputs import write_1best, write_scored
 from .reports import Interval, Report, SearchSummary, SetReport
-from .rescore import (RESCORE_COLUMN, Rescored, ScoredSet, apply_tuned, apply_weights, default_columns, prepare,
-                      reranked, rescore_loaded, tune)
+from .rerank import RESCORE_COLUMN, ScoredSet, apply_weights, prepare, reranked
+from .rescore import Rescored, apply_tuned, default_columns, rescore_loaded, tune
 from .annotate import score_sets
 from .scoring import perplexity, score_nbest, set_perplexities
 from .sets import read_sets, tuning_set

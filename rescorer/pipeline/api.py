@@ -4,23 +4,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from ..combine import Column
+from ..combine import Column, Search
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
 from ..io import check_nbest, metric_for, with_rank
 from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric, make_metric
 from ..types import NBest
-from ..options import FLAG, RUN, TEXT, Option, checked
+from ..options import FLAG, TEXT, Option, RunOptions, checked
 from .outputs import OutDir, checked_out_dir
-from .rescore import Rescored, apply_tuned, rescore_loaded, search_rule
+from .rescore import Rescored, apply_tuned, rescore_loaded
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
 ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load_scorer options ({kind, model, …})
 
 
-ARGUMENTS = {**RUN, "sets": Option("mapping", null=True), "scorers": Option("mapping", null=True),
+ARGUMENTS = {"sets": Option("mapping", null=True), "scorers": Option("mapping", null=True),
              "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"), "metric": TEXT,
              "base": Option("text", null=True), "out_dir": Option("path", null=True), "data": TEXT, "name": TEXT,
              "engine": Option("mapping", null=True),
@@ -46,9 +46,10 @@ def as_nbest(value: SetLike, where: str) -> NBest:
 def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | None = None,
             scorers: Mapping[str, ScorerLike] | None = None, metric: str | Metric = "auto",
             base: str | Mapping[str, Any] | Column | None = None,
-            columns: Mapping[str, Mapping[str, Any] | None] | None = None, search: str | Mapping[str, Any] = "fast",
-            out_dir: str | Path | OutDir | None = None, engine: Mapping[str, Any] | None = None,
-            bootstrap: int = 1000, seed: int = 0, data: str = "data", halves: int = 0) -> Rescored:
+            columns: Mapping[str, Mapping[str, Any] | None] | None = None,
+            search: str | Mapping[str, Any] | Search = "fast", out_dir: str | Path | OutDir | None = None,
+            engine: Mapping[str, Any] | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
+            halves: int = 0, run: RunOptions | None = None) -> Rescored:
     """Score every set with ``scorers``, tune the interpolation weights on one set, apply them to every set.
 
     :param sets: NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
@@ -67,6 +68,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param seed: the seed of the bootstrap and the search.
     :param data: the data's name in the report.
     :param halves: random half-splits of the tuning set comparing the fast and robust rules (0: none).
+    :param run: ``bootstrap``, ``seed`` and ``halves`` as one :class:`~rescorer.options.RunOptions` checked
+        already (the command line's); given, the three are not read.
     :returns: the report (``.report``, ``.weights``), the re-ranked lists (``.nbests``) and the tuned rescorer
         (``.tuned``; written as ``tuned.yaml`` with ``out_dir``, for :func:`apply`).
     :raises rescorer.RescorerError: in one line naming it, for an argument, a list, an option or a model that
@@ -81,28 +84,32 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
                                   base="score", columns={"lm": {"range": [0, 1], "step": 0.1}})
         print(result)  # Rescored(weights={'lm': …}, dev_other: wer … → …, … of 30 1-bests changed)
     """
-    checked("", dict(sets=sets, scorers=scorers, columns=columns, engine=engine, bootstrap=bootstrap, seed=seed,
-                     data=data, halves=halves), ARGUMENTS)
+    checked("", dict(sets=sets, scorers=scorers, columns=columns, engine=engine, data=data), ARGUMENTS)
     if not isinstance(out_dir, OutDir):
         ARGUMENTS["out_dir"].check("out_dir", out_dir)
     if not isinstance(metric, Metric):
         ARGUMENTS["metric"].check("metric", metric)
-    rule = {"name": search} if isinstance(search, str) else search
-    search_rule(rule)
-    named = {name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}
-    tune_on = dev if dev is None or (isinstance(dev, str) and dev in named) else "dev"
-    if tune_on == "dev" and dev != "dev":
-        if "dev" in named:
-            raise ConfigError("a set is named 'dev' and a separate dev set was given: rename one")
-        named = {"dev": as_nbest(dev, "dev"), **named}
+    run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed, halves=halves))
+    search = Search.of(search)
+    named, tune_on = with_dev({name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}, dev)
     if not isinstance(metric, Metric):
         metric = make_metric(metric_for(metric, (n.fmt for n in named.values())))
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
-    return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base_column(base), tuned,
-                         rule, tune_on, bootstrap, seed, data, out_dir, halves)
+    return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base=base_column(base),
+                          columns=tuned, search=search, tune_on=tune_on, run=run, data=data, out_dir=out_dir)
+
+
+def with_dev(named: dict[str, NBest], dev: SetLike | str | None) -> tuple[dict[str, NBest], str | None]:
+    """The sets with ``dev`` among them (a set of its own comes first, named ``dev``) and the name to tune on."""
+    tune_on = dev if dev is None or (isinstance(dev, str) and dev in named) else "dev"
+    if tune_on == "dev" and dev != "dev":
+        if "dev" in named:
+            raise ConfigError("a set is named 'dev' and a separate dev set was given: rename one")
+        named = {"dev": as_nbest(dev, "dev"), **named}
+    return named, tune_on
 
 
 def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
@@ -118,7 +125,7 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
 def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
           engine: Mapping[str, Any] | None = None, scorers: Mapping[str, BoundScorer] | None = None,
           accept_changed_models: bool = False, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-          name: str = "test") -> Rescored:
+          name: str = "test", run: RunOptions | None = None) -> Rescored:
     """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
     score them with its scorers, apply its weights, and report — the metric where the lists have references, the
     counts and changed 1-bests always.
@@ -134,6 +141,7 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     :param seed: the seed of the bootstrap.
     :param data: the data's name in the report.
     :param name: the name of a single list.
+    :param run: ``bootstrap`` and ``seed`` as one :class:`~rescorer.options.RunOptions` checked already.
     :returns: the report, the re-ranked lists and the tuned rescorer, as :func:`rescore` gives them.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
@@ -148,7 +156,8 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
         print(rescorer.apply({"nbest": f"{demo}/test_clean", "every": 10}, tuned))  # no references needed
     """
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
-                     bootstrap=bootstrap, seed=seed, data=data, name=name), ARGUMENTS)
+                     data=data, name=name), ARGUMENTS)
+    run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed))
     if not isinstance(tuned, Tuned):
         ARGUMENTS["tuned"].check("tuned", tuned)
     several = isinstance(sets, Mapping) and "nbest" not in sets
@@ -168,4 +177,5 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     if unknown:
         raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer ({', '.join(tuned.scorers) or 'none'})")
     tuned.check(loaded, source or "tuned", accept_changed_models)
-    return apply_tuned(named, tuned, {c: loaded[c] for c in tuned.scorers}, bootstrap, seed, data, out_dir, source)
+    return apply_tuned(named, tuned, {c: loaded[c] for c in tuned.scorers}, run=run, data=data, out_dir=out_dir,
+                       source=source)

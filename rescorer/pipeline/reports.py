@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import typing
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
+from ..combine import Column
 from ..errors import ConfigError
+from ..metrics import Metric
+from ..version import TOOL, signature as signed
 
 
 def omitted_if_none(default: Any = None) -> Any:
@@ -181,3 +184,21 @@ class Report(Record):
     """rescore: where ``tuned.yaml`` was written."""
     html: Optional[str] = omitted_if_none()
     """Where ``report.html`` was written."""
+
+    @classmethod
+    def of(cls, *, task: str, data: str, metric: Metric, base: Column, columns: Sequence[Column],
+           weights: Mapping[str, float], method: str, tuned_on: str | None, scorers: Mapping[str, str],
+           sets: Mapping[str, SetReport], **more: Any) -> "Report":
+        """The report of a re-ranking with ``weights`` found by search rule ``method`` (``scorers``: column →
+        scorer signature); ``more``: the fields only some runs have (``search`` summary, ``tuned`` file, …)."""
+        return cls(task=task, data=data, metric=metric.name, units=metric.units, tuned_on=tuned_on, base=base.name,
+                   weights=dict(weights), scorers=dict(scorers),
+                   signature=signature(metric, base, columns, weights, method), sets=dict(sets),
+                   penalties={c.name: c.penalty for c in columns}, **more)
+
+
+def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: Mapping[str, float],
+              search: str) -> str:
+    """How a re-ranking was made, sacrebleu-style: tool version, metric, base, each weight and penalty, search."""
+    return signed(TOOL, metric.signature, f"base:{base.name}",
+                  *(f"{c.name}:{weights[c.name]:g}/lp:{c.penalty}" for c in columns), f"search:{search}")

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..combine.rules import search_options
 from ..context import OPTIONS as CONTEXT_OPTIONS
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
-from ..options import RUN, Option, checked
+from ..options import RUN, Option, RunOptions, checked
 from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
@@ -21,8 +20,8 @@ from ..shipped import package_dir, shipped_model
 if TYPE_CHECKING:
     from ..pipeline.outputs import OutDir
 
-# Task keys that mean the same in every task that has them: the run's own options and rescoring's columns.
-TASK = {**RUN, "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
+# Task keys that mean the same in every task that has them (besides the run options): rescoring's columns.
+TASK = {"columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
         "tune_on": Option("text", null=True)}
 
 
@@ -106,8 +105,8 @@ def target_parameters(target: Any) -> set[str] | None:
 
 
 def run_task(cfg: DictConfig) -> Any:
-    """Run the function the task config's ``_target_`` names, after refusing unknown task and search keys and
-    values of the wrong kind, with ``engine.threads`` torch threads."""
+    """Run the function the task config's ``_target_`` names, after refusing unknown task keys and values of the
+    wrong kind (the run options checked here, once), with ``engine.threads`` torch threads."""
     name = cfg.task.name
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ConfigError(f"task.name={name!r} is not a task")
@@ -119,13 +118,15 @@ def run_task(cfg: DictConfig) -> Any:
                           f"task={name}, not task.name")
     check_keys(cfg, "task", name)
     checked("task.", plain(cfg.task), TASK)
-    if cfg.get("search") is not None:
-        check_keys(cfg, "search", cfg.search.get("name", "fast"))
-        search = plain(cfg.search)
-        search_options(search.pop("name", "fast"), search)
+    RunOptions.of(plain(cfg.task), "task.")
     module, _, function = target.rpartition(".")
     with task_threads(EngineSettings.of(plain(cfg.get("engine"))).threads):  # every task, training included
         return getattr(importlib.import_module(module), function)(cfg)
+
+
+def run_options(cfg: DictConfig) -> RunOptions:
+    """The task's run options (``bootstrap``, ``seed``, ``halves``) as :func:`run_task` checked them."""
+    return RunOptions(**{key: value for key, value in plain(cfg.task).items() if key in RUN})
 
 
 def task_names() -> list[str]:

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..pipeline.api import apply
-from . import data_of, plain
+from . import data_of, plain, run_options
 
 
 def run(cfg: Any) -> dict[str, Any]:
@@ -15,5 +15,5 @@ def run(cfg: Any) -> dict[str, Any]:
     corpus = data_of(cfg)
     sets = {name: spec.read() for name, spec in corpus.sets.items()}
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
-                 accept_changed_models=task.get("accept_changed_models", False), bootstrap=task.get("bootstrap", 1000),
-                 seed=task.get("seed", 0), data=corpus.name).report
+                 accept_changed_models=task.get("accept_changed_models", False), run=run_options(cfg),
+                 data=corpus.name).report

@@ -1,0 +1,61 @@
+"""Every input is checked once, where it comes in: the search spec, the run options and ``out_dir`` each by one
+function, called once per run whether the run starts at the command line or in Python."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import rescorer
+from rescorer.combine import rules
+from rescorer.options import RunOptions
+from rescorer.paths import CONF, DEMO
+from rescorer.pipeline import outputs
+from rescorer.tasks import register_resolvers, run_task
+
+EXCERPT = {"every": 15, "top": 5}
+CTC = {"ctc": {"range": [0, 1], "step": 0.5}}
+
+
+@pytest.fixture
+def checks(monkeypatch) -> dict[str, int]:
+    """How often each checker ran: the search rule's options, the run options and ``out_dir``."""
+    calls = {"search": 0, "run": 0, "out_dir": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(rules, "search_options", counted("search", rules.search_options))
+    monkeypatch.setattr(outputs, "out_dir_for", counted("out_dir", outputs.out_dir_for))
+    monkeypatch.setattr(RunOptions, "of", classmethod(counted("run", RunOptions.of.__func__)))
+    return calls
+
+
+def demo_set(name: str) -> dict:
+    return {"nbest": str(DEMO / name), "refs": str(DEMO / name / "ref.trn"), **EXCERPT}
+
+
+def test_the_python_api_checks_each_spec_once(checks, tmp_path):
+    result = rescorer.rescore(sets={"dev_other": demo_set("dev_other")}, columns=CTC, search={"name": "fast"},
+                              bootstrap=50, out_dir=tmp_path / "tuned")
+    assert checks == {"search": 1, "run": 1, "out_dir": 1}
+    rescorer.apply({"nbest": str(DEMO / "test_clean"), **EXCERPT}, tmp_path / "tuned" / "tuned.yaml",
+                   out_dir=tmp_path / "applied", bootstrap=50)
+    assert checks == {"search": 1, "run": 2, "out_dir": 2}  # apply has no search
+    assert result.weights
+
+
+def test_the_command_line_checks_each_spec_once(checks, tmp_path):
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=15",
+            "++data.sets.test_clean.every=15", "task.bootstrap=50", "engine.progress=false",
+            "task.columns={ctc: {range: [0, 1], step: 0.5}}", f"out_dir={tmp_path / 'out'}"])
+    report = run_task(cfg)
+    assert checks == {"search": 1, "run": 1, "out_dir": 1}
+    assert Path(report["tuned_file"]).is_file()
