@@ -12,14 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ConfigError, check_known
+from .io.formats import facts
 from .io.target import native_format
 from .options import Option, checked
 from .types import NBest
 
 SEPARATOR = "\ue000"  # a private-use character: no text holds it, and no normalisation touches it
 SOURCES = ("first_pass", "rescored", "reference")
-# Formats whose lists are one document in order (translation, HyPoradise): the position is the line.
-ORDERED = frozenset({"fairseq", "moses", "marian", "sockeye", "hyporadise", "mlm-scoring"})
 OPTIONS = {"utterances": Option("integer", low=1, high=1000), "tokens": Option("integer", low=1, high=1 << 20),
            "source": Option("text"), "group": Option("text", null=True),
            "following": Option("integer", low=0, high=1000)}
@@ -88,7 +87,7 @@ def groups(nbest: NBest, pattern: str | None = None) -> list[str]:
                                   f"utterance id {utt.id!r}")
             found.append(match.group(1) if regex.groups else match.group(0))
         return found
-    if native_format(nbest) in ORDERED:
+    if facts(native_format(nbest)).one_document:  # translation, HyPoradise: the position is the line
         return [""] * len(nbest)
     found = [re.split(r"[-_](?=[^-_]*$)", utt.id)[0] if re.search(r"[-_]", utt.id) else None for utt in nbest]
     loose = next((utt for utt, group in zip(nbest, found) if group is None), None)

@@ -47,12 +47,15 @@ class Utterance:
             object.__setattr__(self, "hyps", tuple(self.hyps))
 
 
+CANONICAL = "jsonl"  # the format every list can be written in without loss (and a hand-built list's)
+
+
 @dataclass(frozen=True)
 class NBest:
     """A whole N-best file: utterances in input order, plus the format it came from."""
 
     utterances: tuple[Utterance, ...]
-    fmt: str = "jsonl"
+    fmt: str = CANONICAL
     meta: Mapping[str, str] = field(default_factory=dict)
     source: str = field(default="", compare=False)
     references: str = field(default="", compare=False)  # the file the references were attached from

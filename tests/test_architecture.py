@@ -23,7 +23,7 @@ LAYERS = [
     ("engine",),               # runs scorers: store, batching, budgets, scale-out
     ("scorers",),              # model adapters
     ("pcfg",),                 # grammars and exact charts
-    ("plots", "report", "html_report", "summary"),
+    ("report",),               # the report as types, written as JSON, Markdown, HTML, plots and a terminal summary
     ("changes",),              # which 1-best texts changed, better or worse, word by word
     ("combine",),
     ("metrics",),
@@ -34,7 +34,7 @@ LAYERS = [
     ("types", "errors", "version", "safetext", "log"),  # safetext: input text safe to show people; log: messages
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
-TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "html_report", "summary", "filehash", "files",
+TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "report", "filehash", "files",
               "paths", "types", "errors", "version", "safetext")
 HEAVY = ("torch", "transformers", "hydra", "omegaconf")
 

@@ -6,7 +6,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rescorer import plots, read_nbest
+from rescorer import read_nbest
+from rescorer.report import plots
 from rescorer.combine import Column, Features, fast_search, grid_search, weight_grid
 from rescorer.combine.interpolate import best_ranks, totals
 from rescorer.errors import ConfigError

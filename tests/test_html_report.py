@@ -14,7 +14,7 @@ import pytest
 
 from rescorer import read_nbest
 from rescorer.changes import changed
-from rescorer.html_report import html_page, write_html
+from rescorer.report.html import html_page, write_html
 from rescorer.metrics import NBestStats, WER, paired_bootstrap
 
 DEMO = Path(__file__).resolve().parent.parent / "recipes" / "demo" / "data"
@@ -47,7 +47,7 @@ def significance(low: float, high: float) -> str:
 
 
 def curve_png() -> bytes:
-    from rescorer.plots import pyplot
+    from rescorer.report.plots import pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(figsize=(6, 3.5))
@@ -191,7 +191,7 @@ def test_chromium_renders_a_screenshot(tmp_path, page):
 
 def test_an_apply_report_says_what_it_is_and_offers_no_verdicts_it_cannot_give():
     from rescorer.changes import changed
-    from rescorer.html_report import html_page
+    from rescorer.report.html import html_page
 
     report = {"task": "apply", "data": "new", "metric": "wer", "tuned": "exp/tuned/tuned.yaml", "tuned_on": "dev",
               "sets": {"test": {"utterances": 2, "changed_1best": 1, "references": False}}}

@@ -5,7 +5,7 @@ import pytest
 
 from rescorer.changes import changed
 from rescorer.changes import marked
-from rescorer.summary import CONTEXT, example_lines, headline, summary
+from rescorer.report.summary import CONTEXT, example_lines, headline, summary
 
 
 @pytest.mark.parametrize("ref, hyp, shown", [

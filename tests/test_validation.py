@@ -15,7 +15,7 @@ import pytest
 
 import rescorer
 from rescorer.options import RunOptions
-from rescorer import plots
+from rescorer.report import plots
 from rescorer.combine import Column, SearchResult
 from rescorer.io.sets import NBestSet
 from rescorer.metrics import make_metric

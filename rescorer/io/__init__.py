@@ -1,58 +1,23 @@
 """Read and write N-best lists of real toolkits; ``fmt="auto"`` detects the format."""
 from __future__ import annotations
 
-import functools
 import json
 import math
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import PATH, TEXT, Option, checked, keywords
-from ..types import Hypothesis, NBest, Utterance
-from . import espnet, fairseq, jsonformats, kaldi, moses, nemo, records, recordwrite
+from ..types import CANONICAL, Hypothesis, NBest, Utterance
+from . import espnet, fairseq, kaldi, moses, nemo, records
 from .common import load_json, read_text, split_lines
 from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
+from .format import Format
+from .formats import REGISTRY, facts, format_of, register
 from .target import check_writable
 
-READERS: dict[str, Callable[..., NBest]] = {
-    "espnet2": espnet.read_espnet2,
-    "espnet1": espnet.read_espnet1,
-    "fairseq": fairseq.read,
-    "moses": moses.read,
-    "marian": moses.read,
-    "sockeye": jsonformats.read_sockeye,
-    "nemo": nemo.read,
-    "kaldi": kaldi.read,
-    "mlm-scoring": jsonformats.read_mlm_scoring,
-    "jsonl": jsonformats.read_jsonl,
-    "hyporadise": records.read_hyporadise,
-    "fields": records.read_fields,
-}
-WRITERS: dict[str, Callable[..., None]] = {
-    "espnet2": espnet.write_espnet2,
-    "espnet1": espnet.write_espnet1,
-    "fairseq": fairseq.write,
-    "moses": moses.write,
-    "marian": functools.partial(moses.write, style="marian"),
-    "sockeye": jsonformats.write_sockeye,
-    "nemo": nemo.write,
-    "kaldi": kaldi.write,
-    "mlm-scoring": jsonformats.write_mlm_scoring,
-    "jsonl": jsonformats.write_jsonl,
-    "hyporadise": recordwrite.write_hyporadise,
-    "fields": recordwrite.write_fields,
-}
-GENERIC = ("fields",)  # read through a field mapping (``fields=``), never detected
-FORMATS = tuple(name for name in READERS if name not in GENERIC)
-MT_FORMATS = frozenset({"fairseq", "moses", "marian", "sockeye"})
-# The column each format ranks its hypotheses by: the base (weight 1) the LM columns are added to.
-BASE_COLUMNS = {"espnet2": ("score",), "espnet1": ("score",), "fairseq": ("score",), "moses": ("total",),
-                "marian": ("total",), "sockeye": ("score",), "nemo": ("score",), "mlm-scoring": ("score",),
-                "hyporadise": ("am_score", "score"), "jsonl": ("score", "total"), "fields": ("score", "total"),
-                "kaldi": ()}
-ALL_COLUMNS = frozenset({"kaldi", "jsonl"})  # formats that keep every score column under its own name
+FORMATS = tuple(name for name, fmt in REGISTRY.items() if fmt.detected)  # what fmt=auto can find
 READ = {"path": PATH, "fmt": TEXT, "refs": Option("path", null=True), "refs_fmt": TEXT}
 WRITE = {"path": PATH, "fmt": Option("text", null=True), "score_column": Option("text", null=True)}
 
@@ -62,7 +27,7 @@ def metric_for(name: str, formats: Iterable[str]) -> str:
     else WER."""
     if name != "auto":
         return name
-    return "bleu" if any(fmt in MT_FORMATS for fmt in formats) else "wer"
+    return "bleu" if any(facts(fmt).translation for fmt in formats) else "wer"
 
 
 def detect_format(path: str | Path) -> str:
@@ -126,14 +91,13 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
     if fmt == "auto":
         fmt = detect_format(path)
-    if fmt not in READERS:
-        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(READERS)})", fmt)
+    reader = format_of(fmt, path).read
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
-    named, open_ended = keywords(READERS[fmt])
+    named, open_ended = keywords(reader)
     if not open_ended:
         check_known(f"{fmt} reader option", options, named - {"path"})
-    nbest = READERS[fmt](path, **options)
+    nbest = reader(path, **options)
     if not nbest.utterances:
         raise NBestFormatError(path, None, "no utterances found")
     if refs is not None:
@@ -157,11 +121,12 @@ def natural_base(nbest: NBest) -> str:
     """The column ``nbest``'s format ranks by (ESPnet and fairseq ``score``, Moses/Marian ``total``, HyPoradise
     ``am_score`` or ``score``), else its only column; refused with the columns it has when neither is there."""
     columns = nbest.columns
-    found = [c for c in BASE_COLUMNS.get(nbest.fmt, ()) if c in columns]
+    base = facts(nbest.fmt).base
+    found = [c for c in base if c in columns]
     if found or len(columns) == 1:
         return (found or columns)[0]
     raise ConfigError(f"{nbest.source}: no base column to add LM scores to ({nbest.fmt} lists rank by "
-                      f"{' or '.join(BASE_COLUMNS.get(nbest.fmt, ())) or 'no single column'}); name one with "
+                      f"{' or '.join(base) or 'no single column'}); name one with "
                       f"task.base.name=… (columns: {', '.join(columns) or 'none'})")
 
 
@@ -175,14 +140,13 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     check_nbest(nbest)
     checked("", {"path": path, "fmt": fmt, "score_column": score_column}, WRITE)
     fmt = fmt or nbest.fmt
-    if fmt not in WRITERS:
-        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(WRITERS)})", fmt)
+    record = format_of(fmt, path)
     if score_column is not None:
-        if fmt in ALL_COLUMNS:
+        if record.all_columns:
             raise ConfigError(f"score_column is for formats with one overall score; {fmt} keeps every column by name")
         options["score_column"] = score_column
-    check_writable(nbest, fmt, path)
-    WRITERS[fmt](nbest, path, **options)
+    check_writable(nbest, record, path)
+    record.write(nbest, path, **options)
 
 
 def check_nbest(nbest: object, what: str = "nbest") -> NBest:
@@ -204,5 +168,5 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     return nbest
 
 
-__all__ = ["BASE_COLUMNS", "FORMATS", "GENERIC", "MT_FORMATS", "RANK", "attach_refs", "check_nbest", "detect_format",
-           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "with_rank", "write_nbest"]
+__all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "attach_refs", "check_nbest", "detect_format",
+           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "register", "with_rank", "write_nbest"]

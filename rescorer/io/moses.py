@@ -148,7 +148,7 @@ def _unlabelled(rows: list[dict[str, str]]) -> bool:
 def write(nbest: NBest, path: str | Path, style: str = "moses", score_column: str | None = None) -> None:
     """Write ``id ||| text ||| features ||| total``: the overall column (:class:`Target`; ``total`` first) is the
     total, every other column a labelled feature; ``style="marian"`` glues single values (``F0=-3.1``)."""
-    target = Target.of(nbest, style, path, score_column)
+    target = Target.of(nbest, style, path, score_column, overall_name="total")
     rows = []
     for utt in nbest:
         for hyp in utt.hyps:

@@ -8,12 +8,11 @@ from pathlib import Path
 from ..errors import NBestFormatError
 from ..types import NBest, Utterance
 from .common import load_json, read_at, read_lines, split_key
+from .formats import facts
 from .target import native_format
 
 _TRN = re.compile(r"^(.*?)\s*\(([^()\s]*)\)\s*$")
 REF_FORMATS = ("auto", "trn", "kaldi", "manifest", "lines")
-# Formats whose sentence ids are 0-based input line numbers: plain reference lines attach by id.
-LINE_NUMBER_IDS = frozenset({"moses", "marian", "fairseq"})
 
 
 def reference_keys(rid: str) -> list[str]:
@@ -93,7 +92,7 @@ def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
         if len(rows) != len(ids):
             raise NBestFormatError(path, None, f"{len(rows)} references for {len(ids)} utterances in {nbest.source}")
         refs = [text for _, text, _ in rows]
-        if native_format(nbest) in LINE_NUMBER_IDS:
+        if facts(native_format(nbest)).line_number_ids:
             refs = [_line_of(nbest, utt, path, refs) for utt in nbest]
     else:
         refs = _match_ids(nbest, path, keyed)

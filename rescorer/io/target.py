@@ -35,19 +35,18 @@ which references attach by (``refs.py``), and no mapping could keep that true.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .common import LINE_BREAKS, format_number, line_id_problem, read_at
+from .common import format_number, line_id_problem, read_at
+
+if TYPE_CHECKING:
+    from .format import Format
 
 NATIVE_KEY = "native_fmt"  # NBest.meta key: the format a JSONL file's raw values and meta were read from
-TOTAL_FIRST = ("moses", "marian")
-_CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def native_format(nbest: NBest) -> str:
@@ -63,15 +62,13 @@ class Target:
     path: Path
     native: bool
     score_column: str | None = None
+    overall_name: str = "score"
+    """What the format's reader calls its overall score (Moses: ``total``)."""
 
     @classmethod
-    def of(cls, nbest: NBest, fmt: str, path: str | Path, score_column: str | None = None) -> "Target":
-        return cls(fmt, Path(path), native_format(nbest) == fmt, score_column)
-
-    @property
-    def overall_name(self) -> str:
-        """What the format's reader calls its overall score."""
-        return "total" if self.fmt in TOTAL_FIRST else "score"
+    def of(cls, nbest: NBest, fmt: str, path: str | Path, score_column: str | None = None,
+           overall_name: str = "score") -> "Target":
+        return cls(fmt, Path(path), native_format(nbest) == fmt, score_column, overall_name)
 
     def overall(self, utt: Utterance, hyp: Hypothesis) -> str:
         """The column written as the overall score: ``score_column``, else ``score``/``total``."""
@@ -115,16 +112,6 @@ class Target:
 
 
 # ---------------------------------------------------------------- refusals before writing
-def _integer_id(pattern: re.Pattern, rule: str) -> Callable[[str, str], str | None]:
-    def problem(utt_id: str, fmt: str) -> str | None:
-        return None if pattern.fullmatch(utt_id) else f"sentence id must be {rule} to be written as {fmt}"
-    return problem
-
-
-def _line_id(utt_id: str, fmt: str) -> str | None:
-    return line_id_problem(utt_id, f"{fmt} utterance id")
-
-
 def utterance_error(utt: Utterance, output: str | Path, problem: str, value: object) -> NBestFormatError:
     """An error about one utterance that ``output`` cannot hold, named where the utterance was read (its ``origin``,
     file:line) when it was read from a file, else by ``output``."""
@@ -148,20 +135,7 @@ def check_stem_id(utt_id: str, path: str | Path) -> None:
         raise NBestFormatError(path, None, "utterance id cannot be an audio file stem in a NeMo manifest", utt_id)
 
 
-ID_RULES: dict[str, Callable[[str, str], str | None]] = {  # the problem with an id, None if the format holds it
-    "espnet2": _line_id, "kaldi": _line_id,
-    "fairseq": _integer_id(_CANONICAL_INT, "a non-negative integer without leading zeros"),
-    "moses": _integer_id(_DIGITS, "a non-negative integer"),
-    "marian": _integer_id(_DIGITS, "a non-negative integer"),
-}
-# Characters a line-based format cannot hold in a hypothesis text (or tokens, or a fairseq T line).
-TEXT_CHARS = {"espnet2": LINE_BREAKS, "kaldi": LINE_BREAKS, "fairseq": "\t" + LINE_BREAKS, "moses": LINE_BREAKS,
-              "marian": LINE_BREAKS, "nemo": "\t" + LINE_BREAKS}
-HOLDS_EMPTY = {"jsonl", "sockeye", "mlm-scoring", "hyporadise", "fields"}  # can hold an utterance without hypotheses
-_LABEL_CHARS = re.compile(r"[\s=:|]")
-
-
-def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
+def check_writable(nbest: NBest, fmt: "Format", path: str | Path) -> None:
     """Refuse, before anything is written, what ``fmt`` cannot hold or its reader would read differently."""
     path = Path(path)
     seen: set[str] = set()
@@ -169,25 +143,23 @@ def check_writable(nbest: NBest, fmt: str, path: str | Path) -> None:
         if utt.id in seen:
             raise NBestFormatError(path, None, "duplicate utterance id", utt.id)
         seen.add(utt.id)
-        problem = ID_RULES[fmt](utt.id, fmt) if fmt in ID_RULES else None
+        problem = fmt.id_problem(utt.id, fmt.name) if fmt.id_problem else None
         if problem:
             raise utterance_error(utt, path, problem, utt.id)
-        if not utt.hyps and fmt not in HOLDS_EMPTY:
-            raise NBestFormatError(path, None, f"utterance has no hypotheses, which {fmt} cannot hold", utt.id)
+        if not utt.hyps and not fmt.holds_empty:
+            raise NBestFormatError(path, None, f"utterance has no hypotheses, which {fmt.name} cannot hold", utt.id)
         for hyp in utt.hyps:
             _check_hypothesis(utt, hyp, fmt, path)
 
 
-def _check_hypothesis(utt: Utterance, hyp: Hypothesis, fmt: str, path: Path) -> None:
-    chars = TEXT_CHARS.get(fmt, "")
-    for text in (hyp.text, hyp.tokens or "", utt.ref or "" if fmt == "fairseq" else ""):
-        if any(c in text for c in chars) or fmt in TOTAL_FIRST and "|||" in text:
-            raise NBestFormatError(path, None, f"a text of {utt.id!r} cannot be written as {fmt}", text)
-    if fmt == "espnet1" and ("\u2581" in hyp.text or "<eos>" in hyp.text):  # rec_text marks, dropped on reading
-        raise NBestFormatError(path, None, f"a text of {utt.id!r} holds '\u2581' or '<eos>', which espnet1 "
-                               "rec_text cannot", hyp.text)
+def _check_hypothesis(utt: Utterance, hyp: Hypothesis, fmt: "Format", path: Path) -> None:
+    for text in (hyp.text, hyp.tokens or "", utt.ref or "" if fmt.refs_inline else ""):
+        if any(c in text for c in fmt.text_chars):
+            raise NBestFormatError(path, None, f"a text of {utt.id!r} cannot be written as {fmt.name}", text)
+    found = [word for word in fmt.text_words if word in hyp.text]
+    if found:
+        raise NBestFormatError(path, None, f"a text of {utt.id!r} holds {found[0]!r}, which {fmt.name} cannot hold",
+                               hyp.text)
     for column in hyp.scores:
-        bad = (fmt in TOTAL_FIRST and (not column or _LABEL_CHARS.search(column))
-               or fmt == "kaldi" and (not column or "/" in column or "\0" in column or column.startswith(".")))
-        if bad:
-            raise NBestFormatError(path, None, f"score column name cannot be written as {fmt}", column)
+        if fmt.column_problem and fmt.column_problem(column):
+            raise NBestFormatError(path, None, f"score column name cannot be written as {fmt.name}", column)

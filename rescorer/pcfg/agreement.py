@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import ScorerError
-from ..plots import pyplot, save
+from ..report.plots import pyplot, save
 
 
 def aligned(model: Sequence[Sequence[float]], truth: Sequence[Sequence[float]],

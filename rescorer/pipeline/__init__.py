@@ -5,7 +5,7 @@ with a tuned rescorer."""
 from .api import apply, rescore
 from .baseline import evaluate
 from .outputs import write_1best, write_scored
-from .reports import Interval, Report, SearchSummary, SetReport
+from ..report import Interval, Report, SearchSummary, SetReport
 from .rerank import RESCORE_COLUMN, ScoredSet, apply_weights, prepare, reranked
 from .rescore import Rescored, apply_tuned, default_columns, rescore_loaded, tune
 from .annotate import score_sets

@@ -11,7 +11,8 @@ from typing import Iterable, Iterator, Mapping
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
 from ..files import atomic_dir, write_text
-from ..io import write_nbest
+from ..io import CANONICAL, REGISTRY, write_nbest
+from ..io.formats import facts
 from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
@@ -19,8 +20,8 @@ from ..types import NBest
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
-ONE_BEST, KALDI_TEXT, FAIRSEQ_ONE_BEST = "1best.txt", "text", "generate-1best.txt"
-SET_FILES = (ONE_BEST, KALDI_TEXT, FAIRSEQ_ONE_BEST)  # a set's 1-best files beside its re-ranked list
+ONE_BEST = "1best.txt"
+SET_FILES = (ONE_BEST, *(fmt.one_best for fmt in REGISTRY.values() if fmt.one_best))  # a set's 1-best files
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,6 @@ def run_dir(out: OutDir) -> Iterator[RunDir]:
     except OSError as err:
         raise ConfigError(f"out_dir={out.path}: cannot write there ({err.strerror or err})") from None
 
-DIRECTORY_FORMATS = ("espnet2", "kaldi")
 
 
 def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]:
@@ -134,12 +134,12 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]
     out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
     source = Path(nbest.source)
     named = source.name or f"nbest.{nbest.fmt}"
-    native = out.path(name, "nbest" if nbest.fmt in DIRECTORY_FORMATS else
+    native = out.path(name, "nbest" if facts(nbest.fmt).directory else
                       f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
     jsonl = out.path(f"{name}.jsonl")
     write_nbest(nbest, native)
-    write_nbest(nbest, jsonl, "jsonl")
-    return {"native": native, "jsonl": jsonl}
+    write_nbest(nbest, jsonl, CANONICAL)
+    return {"native": native, CANONICAL: jsonl}  # the keys of report.json's outputs
 
 
 def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
@@ -152,14 +152,14 @@ def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
 
 
 def write_toolkit_1best(nbest: NBest, directory: Path) -> Path | None:
-    """The 1-best in the file its toolkit's own scoring reads: ESPnet/Kaldi ``text`` (``id words``), fairseq
-    ``generate-1best.txt`` (the best H/D lines per id); None for formats whose 1-best is ``1best.txt`` itself."""
-    if nbest.fmt in ("espnet2", "espnet1", "kaldi"):
-        path = directory / KALDI_TEXT
+    """The 1-best in the file its toolkit's own scoring reads (ESPnet/Kaldi ``text``: ``id words``; fairseq
+    ``generate-1best.txt``: the format itself, cut to the best hypothesis); None where ``1best.txt`` is it."""
+    fmt = facts(nbest.fmt)
+    if not fmt.one_best:
+        return None
+    path = directory / fmt.one_best
+    if fmt.one_best_ids:
         write_1best(nbest, path, with_ids=True)
-        return path
-    if nbest.fmt == "fairseq":
-        path = directory / FAIRSEQ_ONE_BEST
+    else:
         write_nbest(nbest.with_utterances([replace(u, hyps=u.hyps[:1]) for u in nbest]), path)
-        return path
-    return None
+    return path

@@ -15,7 +15,7 @@ from ..engine import BoundScorer, ScoredTexts
 from ..metrics import Metric, NBestStats, paired_bootstrap, significance
 from ..options import RunOptions
 from ..types import NBest
-from .reports import Interval, SetReport
+from ..report import Interval, SetReport
 from .scoring import reranking, score_nbest, set_perplexities
 
 RESCORE_COLUMN = "rescore"

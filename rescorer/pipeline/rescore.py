@@ -23,7 +23,7 @@ from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
 from .outputs import OutDir, checked_out_dir
-from .reports import Report, SearchSummary
+from ..report import Report, SearchSummary
 from .rerank import ScoredSet, apply_all, in_order, prepare
 from .results import write_results
 from .scales import match_scales, search_warnings

@@ -8,14 +8,14 @@ from typing import Mapping
 from ..combine import SearchResult
 from ..context import Context
 from ..files import write_text
-from ..html_report import write_html
+from ..report.html import write_html
 from ..metrics import Metric
-from ..plots import unplotted, weight_plot
+from ..report.plots import unplotted, weight_plot
 from ..report import write_report
-from ..summary import summary
+from ..report.summary import summary
 from ..types import NBest
 from .outputs import ONE_BEST, OutDir, RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
-from .reports import Report
+from ..report import Report
 from .rerank import Applied
 from .tuned import FILE as TUNED_FILE, Tuned
 

@@ -11,11 +11,9 @@ from typing import Sequence
 import numpy as np
 
 from ..combine import Column, SearchResult
+from ..io.formats import facts
 from ..types import NBest
 
-PER_TOKEN_FORMATS = {"fairseq": "fairseq scores are divided by the hypothesis length",
-                     "hyporadise": "HyPoradise scores are per-token log-probabilities",
-                     "sockeye": "Sockeye scores are length-penalised"}
 MIN_EVIDENCE = 20        # hypotheses (of ≥ 2 lengths) needed to judge a column's scale from the data
 SUM_CORRELATION = 0.5    # |score| correlating at least this much with the length is a sum over tokens
 
@@ -36,8 +34,8 @@ def base_per_token(nbest: NBest, base: Column) -> tuple[bool, str]:
         r = float(np.corrcoef(values, lengths)[0, 1])
         grows = "grows" if r >= SUM_CORRELATION else "does not grow"
         return r < SUM_CORRELATION, f"the magnitude of {base.name} {grows} with the hypothesis length (r = {r:.2f})"
-    if nbest.fmt in PER_TOKEN_FORMATS:
-        return True, PER_TOKEN_FORMATS[nbest.fmt]
+    if facts(nbest.fmt).per_token:
+        return True, facts(nbest.fmt).per_token
     return False, f"{nbest.fmt} scores are sums over the hypothesis"
 
 

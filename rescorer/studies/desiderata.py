@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from ..engine import BoundScorer
 from ..pairs.desiderata import (FRAMES, DesiderataScores, correlations, log_frequencies, multi_token_share,
                                 verdicts, words_of)
-from ..plots import scatter_grid
+from ..report.plots import scatter_grid
 from ..report import write_report
 from ..version import TOOL, signature
 

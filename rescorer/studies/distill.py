@@ -14,7 +14,7 @@ from ..engine import load_scorer
 from ..errors import ConfigError
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
-from ..plots import distill_plot, scatter_plot
+from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
 from ..train.distill import DistillConfig, distill

@@ -18,7 +18,7 @@ from ..errors import ConfigError, check_known
 from ..pairs.accuracy import pair_records, summarise, write_pair_records
 from ..pairs.data import Pair
 from ..pairs.methods import METHODS, NEEDS_CAUSAL, Judge, Judgments
-from ..plots import phenomenon_bars
+from ..report.plots import phenomenon_bars
 from ..report import write_report
 from ..version import TOOL, signature
 

@@ -23,7 +23,7 @@ from ..errors import ConfigError, check_known
 from ..files import write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.agreement import agreement, agreement_plot, aligned
-from ..plots import curve_plot
+from ..report.plots import curve_plot
 from ..report import write_report
 from ..train.adapt import AdaptConfig, adapt
 from ..train.causal import CausalConfig, train_causal

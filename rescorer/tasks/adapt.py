@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.refs import read_refs
-from ..plots import curve_plot
+from ..report.plots import curve_plot
 from ..train.adapt import AdaptConfig, adapt
 from ..train.export import export_delta
 from . import task_options

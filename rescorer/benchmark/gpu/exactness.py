@@ -46,7 +46,7 @@ def case_texts(plan: Plan, context: Context | None, normalise: Any) -> list[str]
     ``context`` reads them (after the 1-bests of the utterances before)."""
     from ...io import read_nbest
 
-    nbest = read_nbest(DEMO / "dev_other", fmt="espnet2")
+    nbest = read_nbest(DEMO / "dev_other")
     keep, count = [], 0
     for utterance in nbest:
         hyps = utterance.hyps[:10]

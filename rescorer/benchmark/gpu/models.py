@@ -25,7 +25,7 @@ def excerpt_texts(n: int) -> list[str]:
 
     texts: dict[str, None] = {}
     for name in ("dev_other", "test_clean"):
-        texts.update(dict.fromkeys(t for t in read_nbest(DEMO / name, fmt="espnet2").texts() if t))
+        texts.update(dict.fromkeys(t for t in read_nbest(DEMO / name).texts() if t))
         if len(texts) >= n:
             break
     return list(texts)[:n]

@@ -6,9 +6,9 @@ import base64
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .changes import VERDICTS, Change, word_marks
-from .files import write_text
-from .safetext import for_html, number
+from ..changes import VERDICTS, Change, word_marks
+from ..files import write_text
+from ..safetext import for_html, number
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .changes import Change, examples, marked
-from .safetext import number
+from ..changes import Change, examples, marked
+from ..safetext import number
 
 EXAMPLES = 3
 SHORT = 25   # words: examples are taken from the changed utterances this short, where there are some

@@ -11,9 +11,9 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from .log import info, rendered
-from .files import write_text
-from .safetext import code, fenced, for_markdown, number, visible
+from ..log import info, rendered
+from ..files import write_text
+from ..safetext import code, fenced, for_markdown, number, visible
 
 
 Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or (key path, header in words)

@@ -6,9 +6,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .combine import SearchResult
-from .files import atomic_file
-from .metrics import Metric
+from ..combine import SearchResult
+from ..files import atomic_file
+from ..metrics import Metric
 
 
 def pyplot():

@@ -1,0 +1,98 @@
+"""Every N-best format rescorer reads and writes, one :class:`~rescorer.io.format.Format` record each: adding a
+toolkit is one reader/writer module and one entry here (or a :func:`register` call)."""
+from __future__ import annotations
+
+import functools
+import re
+
+from ..errors import NBestFormatError
+from .espnet import read_espnet1, read_espnet2, write_espnet1, write_espnet2
+from .fairseq import read as read_fairseq, write as write_fairseq
+from .jsonformats import read_jsonl, read_mlm_scoring, read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye
+from .kaldi import read as read_kaldi, write as write_kaldi
+from .moses import read as read_moses, write as write_moses
+from .nemo import read as read_nemo, write as write_nemo
+from .records import read_fields, read_hyporadise
+from .recordwrite import write_fields, write_hyporadise
+from .common import LINE_BREAKS, line_id_problem
+from .format import Format
+
+_LABEL_CHARS = re.compile(r"[\s=:|]")
+
+
+def integer_id(pattern: str, rule: str):
+    """An id rule: the id must match ``pattern`` (``rule`` says it in words)."""
+    regex = re.compile(pattern)
+
+    def problem(utt_id: str, fmt: str) -> str | None:
+        return None if regex.fullmatch(utt_id) else f"sentence id must be {rule} to be written as {fmt}"
+    return problem
+
+
+def line_id(utt_id: str, fmt: str) -> str | None:
+    """An id rule: the id starts an ``id text`` line."""
+    return line_id_problem(utt_id, f"{fmt} utterance id")
+
+
+def feature_label(column: str) -> bool:
+    """A Moses/Marian feature label cannot be empty or hold spaces, ``=``, ``:`` or ``|``."""
+    return not column or bool(_LABEL_CHARS.search(column))
+
+
+def file_name(column: str) -> bool:
+    """A Kaldi score column is a file name: not empty, no ``/``, NUL or leading dot."""
+    return not column or "/" in column or "\0" in column or column.startswith(".")
+
+
+MOSES = dict(translation=True, base=("total",), one_document=True, line_number_ids=True, text_chars=LINE_BREAKS,
+             text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
+             column_problem=feature_label)
+REGISTRY: dict[str, Format] = {f.name: f for f in (
+    Format("espnet2", read_espnet2, write_espnet2, directory=True, one_best="text",
+           text_chars=LINE_BREAKS, id_problem=line_id),
+    Format("espnet1", read_espnet1, write_espnet1, one_best="text", text_words=("\u2581", "<eos>")),
+    Format("fairseq", read_fairseq, write_fairseq, translation=True,
+           per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
+           one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
+           id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
+    Format("moses", read_moses, write_moses, **MOSES),
+    Format("marian", read_moses, functools.partial(write_moses, style="marian"), **MOSES),
+    Format("sockeye", read_sockeye, write_sockeye, translation=True,
+           per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
+    Format("nemo", read_nemo, write_nemo, text_chars="\t" + LINE_BREAKS),
+    Format("kaldi", read_kaldi, write_kaldi, base=(), directory=True, all_columns=True, one_best="text",
+           text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
+    Format("mlm-scoring", read_mlm_scoring, write_mlm_scoring, one_document=True,
+           holds_empty=True),
+    Format("jsonl", read_jsonl, write_jsonl, base=("score", "total"), all_columns=True,
+           holds_empty=True),
+    Format("hyporadise", read_hyporadise, write_hyporadise, base=("am_score", "score"),
+           per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
+    Format("fields", read_fields, write_fields, base=("score", "total"), detected=False,
+           holds_empty=True),
+)}
+
+
+def format_of(name: str, path: object = None) -> Format:
+    """The record of format ``name``; an unknown name is an :class:`NBestFormatError` naming ``path`` and the known
+    formats."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise NBestFormatError(path, None, f"unknown format (known: {', '.join(REGISTRY)})", name) from None
+
+
+def facts(name: str) -> Format:
+    """What is known of format ``name``: its record, or none of the facts for a name no format has (a list built
+    by hand with a made-up ``fmt``), which cannot be read or written."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+
+    def unknown(*args: object, **options: object) -> None:
+        format_of(name)
+    return Format(name, unknown, unknown, base=())  # type: ignore[arg-type]
+
+
+def register(fmt: Format) -> None:
+    """Add a format (or replace one of the same name): it is read, written and asked about as the shipped ones are."""
+    REGISTRY[fmt.name] = fmt
