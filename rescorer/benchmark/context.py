@@ -35,7 +35,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
         for share in (False, True):
             scorer = load_scorer("ll", model, loaded=(adapter.tokenizer, adapter.model), share_prefixes=share,
                                  **options, **common)
-            texts = scored_texts(nbest, scorer.context, scorer.adapter.normaliser)
+            texts = scored_texts(nbest, scorer.context, scorer.normaliser)
             pool = scorer.adapter.pool(scorer.adapter.prepare_all(list(dict.fromkeys(texts))))
             seconds = best_time(lambda: scorer.compute(texts, normalise=False), 1)
             name = f"{label}, {'shared prefixes' if share else 'every row in full'}"

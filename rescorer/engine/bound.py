@@ -1,12 +1,14 @@
 """A scorer bound to an engine: what tasks, recipes and Python users call (``rescorer.load_scorer``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..metrics import Perplexity
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..normalise import Normaliser
     from ..scorers.base import Scorer
     from .runner import Engine, ScoredTexts
 
@@ -34,6 +36,30 @@ class BoundScorer:
     def context(self) -> "Context | None":
         """What the scorer reads before each text (:mod:`rescorer.context`), None for sentences alone."""
         return self.adapter.context
+
+    @property
+    def normaliser(self) -> "Normaliser":
+        """How this scorer turns a text into what it scores (case and period policy), with its signature."""
+        return self.adapter.normaliser
+
+    @property
+    def spec(self) -> "dict[str, Any] | None":
+        """The ``load_scorer`` options that load this scorer again; None for a model built in memory."""
+        return self.adapter.spec
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer."""
+        return self.adapter.tokenizer
+
+    @property
+    def store_path(self) -> "Path | None":
+        """The score store this scorer reads and writes, None without one."""
+        return None if self.engine.store is None else self.engine.store.path
+
+    def contexts_cut_in(self, texts: Sequence[str]) -> int:
+        """How many of the distinct ``texts`` have their context cut to fit the model (none are scored)."""
+        return self.adapter.contexts_cut_in(texts)
 
     def normalise(self, texts: Sequence[str]) -> list[str]:
         """The texts as this scorer scores them (its case and period policy)."""

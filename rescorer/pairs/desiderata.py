@@ -54,7 +54,7 @@ def word_scores(scorer: BoundScorer, words: Sequence[str], frame: str) -> np.nda
     scores = []
     for text, word, (_, tokens) in zip(texts, words, scorer.compute(texts, normalise=False)):
         end = start + len(word)
-        spans = scored_spans(scorer.adapter.tokenizer, text)
+        spans = scored_spans(scorer.tokenizer, text)
         scores.append(sum(score for (a, b), score in zip(spans, tokens) if a < end and b > start))
     return np.array(scores)
 

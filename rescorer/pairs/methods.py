@@ -209,7 +209,7 @@ class Judge:
         self.templates, self.comparative = list(templates), list(comparative)
         self.yes_no_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in yes_no]
         self.ab_prompts = [p if isinstance(p, Prompt) else Prompt(**p) for p in ab]
-        self.style = prompt_style(style, scorer.adapter.tokenizer)
+        self.style = prompt_style(style, scorer.tokenizer)
         self._readouts: dict[str, Readout] = {}
 
     def __call__(self, method: str) -> Judgments:
@@ -256,7 +256,7 @@ class Judge:
                                 for t in self.comparative])
 
     def _yes_no(self) -> Readout:
-        prompts = [[render(p, self.style, self.scorer.adapter.tokenizer, sentence=s) for s in (*self.good, *self.bad)]
+        prompts = [[render(p, self.style, self.scorer.tokenizer, sentence=s) for s in (*self.good, *self.bad)]
                    for p in self.yes_no_prompts]
         logp, seconds, rows = self._next_token(prompts, YES_NO_ANSWERS, "yes_no")
         p_yes = 1.0 / (1.0 + np.exp(logp[..., 1].astype(np.float64) - logp[..., 0]))
@@ -265,7 +265,7 @@ class Judge:
     def _ab(self) -> Readout:
         good_is_a = ab_order([p.paradigm for p in self.pairs], self.seed)
         shown = [(g, b) if first else (b, g) for g, b, first in zip(self.good, self.bad, good_is_a)]
-        prompts = [[render(p, self.style, self.scorer.adapter.tokenizer, a=a, b=b) for a, b in shown] for p in self.ab_prompts]
+        prompts = [[render(p, self.style, self.scorer.tokenizer, a=a, b=b) for a, b in shown] for p in self.ab_prompts]
         logp, seconds, rows = self._next_token(prompts, AB_ANSWERS, "ab")
         logp = logp.reshape(len(prompts), len(self.pairs), 2)
         good = np.where(good_is_a, logp[..., 0], logp[..., 1])

@@ -68,7 +68,7 @@ def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBes
         return out_dir
     check_set_names(sets)
     check_output_names(sets)
-    stores = [scorer.engine.store.path for scorer in scorers.values() if scorer.engine.store is not None]
+    stores = [scorer.store_path for scorer in scorers.values() if scorer.store_path is not None]
     files = [path for nbest in sets.values() for path in nbest.inputs if os.path.lexists(path)]  # not "generate"
     read = [*files, *stores, *inputs]
     return out_dir_for(out_dir, [path for path in read if path])

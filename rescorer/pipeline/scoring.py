@@ -31,7 +31,7 @@ def scored_texts(nbest: NBest, scorer: BoundScorer, chosen: Sequence[str] | None
                  firsts: Sequence[str] | None = None) -> list[str]:
     """What ``scorer`` scores for every hypothesis of ``nbest``, or for ``chosen`` (one text per utterance): see
     :func:`rescorer.context.scored_texts`."""
-    return context_texts(nbest, scorer.context, scorer.adapter.normaliser, chosen, firsts)
+    return context_texts(nbest, scorer.context, scorer.normaliser, chosen, firsts)
 
 
 def perplexity(scorer: BoundScorer, texts: Sequence[str], known: ScoredTexts | None = None,
@@ -79,7 +79,7 @@ def check_contexts(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                           "for analysis with task=score only; use context.source=first_pass to tune or apply")
     for scorer in scorers.values():
         for nbest in sets.values() if scorer.context is not None else ():
-            contexts(nbest, scorer.context, scorer.adapter.normaliser)
+            contexts(nbest, scorer.context, scorer.normaliser)
 
 
 RANKED = ("; the weights were searched with the input 1-bests as its context, then each recording was re-ranked "
@@ -93,7 +93,7 @@ def context_notes(scorers: Mapping[str, BoundScorer], sets: Mapping[str, NBest])
     for name, scorer in scorers.items():
         context = scorer.context
         if context is not None:
-            cut = scorer.adapter.contexts_cut_in([t for nbest in sets.values() for t in scored_texts(nbest, scorer)])
+            cut = scorer.contexts_cut_in([t for nbest in sets.values() for t in scored_texts(nbest, scorer)])
             after = f" and {context.following} later ones" if context.following else ""
             notes.append(f"{name} reads each hypothesis after the {context.source} 1-bests of up to "
                          f"{context.utterances} earlier utterances{after} of its recording (at most {context.tokens} "

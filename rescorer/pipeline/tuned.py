@@ -133,7 +133,7 @@ class Tuned:
 
 def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:
     """How to load ``scorer`` again (``load_scorer`` options, without where it ran); None for in-memory models."""
-    spec = scorer.adapter.spec
+    spec = scorer.spec
     if spec is None:
         return None
     return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in spec.items() if k not in RUN_KEYS}

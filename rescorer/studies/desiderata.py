@@ -39,7 +39,7 @@ def desiderata(sentences: Sequence[str], masked: Mapping[str, BoundScorer], caus
                         f"{name}: PLL desiderata ({len(sentences)} sentences, {len(words)} words)")
     report = {
         "task": "desiderata", "sentences": name, "n_sentences": len(sentences), "n_words": len(words),
-        "multi_token_words": {model: multi_token_share(s.adapter.tokenizer, words)
+        "multi_token_words": {model: multi_token_share(s.tokenizer, words)
                               for model, s in (("masked", next(iter(masked.values()))), ("causal", causal)) if s},
         "signature": signature(TOOL, sentences=name, n=len(sentences), words=len(words), wordfreq=language,
                                frames=",".join(frames.values())),

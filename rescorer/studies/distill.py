@@ -42,7 +42,7 @@ def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], stude
                           append_period=teacher_options.get("append_period", False))
     results = {}
     for name, spec in sets.items():
-        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.adapter.normaliser(t) not in seen]
+        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.normaliser(t) not in seen]
         scored = teacher.compute(texts)
         x, y = np.array(scored.totals), np.array(student.score(texts))
         length = np.array([len(tokens) for tokens in scored.tokens])

@@ -109,7 +109,7 @@ def compare(kind: str, model_dir: Path, truth: Sequence[Sequence[float]], texts:
     scorer = (load_scorer("pll", str(model_dir), variant="original", **common["engine"]) if kind == "masked"
               else load_scorer("ll", str(model_dir), bos="bos", **common["engine"]))
     model, exact = aligned(scorer.token_scores(list(texts)), truth, texts)
-    vocabulary = scorer.adapter.tokenizer.get_vocab()
+    vocabulary = scorer.tokenizer.get_vocab()
     known = np.array([w in vocabulary for t in texts for w in t.split()], dtype=bool)
     summary = {**agreement(model[known], exact[known]), "unk_skipped": int((~known).sum()), "model": str(model_dir),
                "signature": scorer.signature}

@@ -106,7 +106,7 @@ class Distillation(Objective):
         self.targets, teacher = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
-                     "normaliser": teacher.adapter.normaliser.signature}
+                     "normaliser": teacher.normaliser.signature}
         self.init = cfg.init or teacher.adapter.model_name
 
     def setup(self, resume: Path | None) -> None:

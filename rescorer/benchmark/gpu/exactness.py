@@ -81,7 +81,7 @@ def compared(kind: str, path: Path | None, options: dict[str, Any], plan: Plan) 
     if path is None:
         raise RuntimeError("its model could not be built (see models)")
     reference = loaded(kind, path, options, "cpu", "fp32", plan)
-    texts = case_texts(plan, Context.of(options.get("context")), reference.adapter.normaliser)
+    texts = case_texts(plan, Context.of(options.get("context")), reference.normaliser)
     cpu, _ = token_scores(reference, texts)
     del reference
     device, _ = token_scores(loaded(kind, path, options, plan.device, "fp32", plan), texts)
@@ -102,7 +102,7 @@ def provoked_oom(path: Path, plan: Plan) -> dict[str, Any]:
 
     options = {"variant": "original"}
     scorer = loaded("pll", path, options, plan.device, "fp32", plan, budget=1 << 16)
-    texts = case_texts(plan, None, scorer.adapter.normaliser)
+    texts = case_texts(plan, None, scorer.normaliser)
     expected, _ = token_scores(loaded("pll", path, options, plan.device, "fp32", plan), texts)
     adapter, forward = scorer.adapter, scorer.adapter.forward
     if plan.device.startswith("cuda"):
