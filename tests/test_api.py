@@ -131,7 +131,7 @@ def test_pipeline_steps_without_hydra_match_the_task(tmp_path):
                                      data="demo", out_dir=tmp_path / "out").report
     assert report.weights == search.weights
     evaluated = pipeline.evaluate(sets, metric, tmp_path / "eval", "demo")
-    assert evaluated["sets"]["test_clean"]["baseline"] == report.sets["test_clean"].baseline
+    assert evaluated.sets["test_clean"].baseline == report.sets["test_clean"].baseline
 
 
 @pytest.mark.parametrize("low, high, higher_is_better, words", [

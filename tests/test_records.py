@@ -83,8 +83,8 @@ def test_hyporadise_1best_wer_is_jiwers(tmp_path):
     assert rescorer.wer(refs, best) == pytest.approx(100 * jiwer.wer(refs, best), abs=1e-10)  # percent
     corpus = Corpus("hp", {"test": {"nbest": str(HYPORADISE)}}, {"name": "wer"})
     report = evaluate({"test": corpus.sets["test"].read()}, make_metric("wer"), tmp_path / "out", "hp")
-    assert report["sets"]["test"]["baseline"]["wer"] == pytest.approx(100 * jiwer.wer(refs, best), abs=1e-9)
-    assert report["sets"]["test"]["format"] == "hyporadise"
+    assert report.sets["test"].baseline["wer"] == pytest.approx(100 * jiwer.wer(refs, best), abs=1e-9)
+    assert report.sets["test"].format == "hyporadise"
 
 
 @pytest.mark.parametrize("name, spec", [("rows.jsonl", ROWS), ("rows.csv", ROWS), ("records.jsonl", RECORDS)])

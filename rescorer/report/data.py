@@ -197,6 +197,68 @@ class Report(Record):
                    penalties={c.name: c.penalty for c in columns}, **more)
 
 
+@dataclass(kw_only=True)
+class EvaluatedSet(Record):
+    """One set's input 1-best and oracle metric (``sets.<name>`` of an evaluate run's ``report.json``)."""
+
+    format: str
+    path: str
+    utterances: int
+    hypotheses: int
+    columns: list[str]
+    baseline: dict[str, float]
+    """``{metric: value}`` of the input (toolkit's) 1-best."""
+    oracle: dict[str, float]
+    """``{metric: value}`` of the best hypothesis in every list."""
+
+
+@dataclass(kw_only=True)
+class Evaluation(Record):
+    """What ``task=evaluate`` (``rescorer.pipeline.evaluate``) reports: every set's input 1-best and oracle."""
+
+    task: str
+    data: str
+    metric: str
+    units: str
+    signature: str
+    sets: dict[str, EvaluatedSet]
+
+    def __repr__(self) -> str:
+        """One line: each set's metric and its oracle."""
+        return "Evaluation(" + "; ".join(f"{name}: {self.metric} {entry.baseline[self.metric]:.2f}, oracle "
+                                         f"{entry.oracle[self.metric]:.2f}" for name, entry in self.sets.items()) + ")"
+
+
+@dataclass(kw_only=True)
+class ScoredSetReport(Record):
+    """One set with LM columns added (``sets.<name>`` of a score run's ``report.json``)."""
+
+    format: str
+    utterances: int
+    hypotheses: int
+    outputs: dict[str, str]
+    """The files written: the set in its own format (``native``) and as JSONL."""
+    scorers: dict[str, Any]
+    """``{column: {texts, cached, rows, seconds, ppl}}``: the cost and (P)PPL of each scorer on this set."""
+
+
+@dataclass(kw_only=True)
+class Scoring(Record):
+    """What ``task=score`` (``rescorer.pipeline.score_sets``) reports: the lists with LM columns added."""
+
+    task: str
+    data: str
+    signature: str
+    scorers: dict[str, str]
+    """``{column: scorer signature}``."""
+    sets: dict[str, ScoredSetReport]
+
+    def __repr__(self) -> str:
+        """One line: the columns added and each set's size."""
+        return (f"Scoring(columns={list(self.scorers)}, " + "; ".join(
+            f"{name}: {entry.utterances} utterances" for name, entry in self.sets.items()) + ")")
+
+
 def signature(metric: Metric, base: Column, columns: Sequence[Column], weights: Mapping[str, float],
               search: str) -> str:
     """How a re-ranking was made, sacrebleu-style: tool version, metric, base, each weight and penalty, search."""

@@ -113,14 +113,17 @@ class Scorer(ABC):
             raise ConfigError(f"context.following={self.context.following}: a {self.kind} scorer reads only what "
                               "comes before the hypothesis (following is for pll; use 0)")
 
+    def signed(self, context: Any) -> str:
+        """The signature this scorer would have reading ``context`` (a scorer without context: its own)."""
+        return self.signature
+
     @property
     def store_key(self) -> str:
         """What the score store keys on: the signature, save that a context re-ranked in order is keyed as a
         first-pass one (a score depends only on the text read, context included, so the two share their scores)."""
         if self.context is None or not self.context.reranked:
             return self.signature
-        first_pass = replace(self.context, source="first_pass")
-        return self.signature.replace(f"context:{self.context.signature}", f"context:{first_pass.signature}")
+        return self.signed(replace(self.context, source="first_pass"))
 
     def contexts_cut_in(self, texts: Sequence[str]) -> int:
         """How many of the distinct ``texts`` have their context cut further than ``context.tokens``, to fit the

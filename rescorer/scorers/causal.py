@@ -65,9 +65,12 @@ class CausalLMScorer(Scorer):
 
     @property
     def signature(self) -> str:
-        context = {"context": self.context.signature} if self.context else {}
+        return self.signed(self.context)
+
+    def signed(self, context: Any) -> str:
+        read = {"context": context.signature} if context else {}
         return self._signature(model=self.model_tag, bos=self.bos_id, eos="scored" if self.score_eos else "no",
-                               dtype=self.dtype_name, **self.window_given, **context)
+                               dtype=self.dtype_name, **self.window_given, **read)
 
     def prepare(self, text: str) -> np.ndarray:
         return self.prepare_all([text])[0]

@@ -108,10 +108,13 @@ class MaskedLMScorer(Scorer):
 
     @property
     def signature(self) -> str:
+        return self.signed(self.context)
+
+    def signed(self, context: Any) -> str:
         window = {"window": self.positions_limit} if self.window_given else {}
-        context = {"context": self.context.signature} if self.context else {}
+        read = {"context": context.signature} if context else {}
         return self._signature(model=self.model_tag, variant=self.variant,
-                               words=self.words, dtype=self.dtype_name, **window, **context)
+                               words=self.words, dtype=self.dtype_name, **window, **read)
 
     def prepare(self, text: str) -> MaskedSentence:
         return self.prepare_all([text])[0]
