@@ -207,3 +207,19 @@ def test_results_and_lists_print_as_one_short_line():
     assert repr(result.nbests["dev_other"]) == (
         f"NBest(fmt='espnet2', 20 utterances, 100 hypotheses, columns=['score', 'decoder', 'ctc', 'lm', 'rescore'], "
         f"source={str(DEMO / 'dev_other')!r})")
+
+
+def test_apply_right_after_rescore_reuses_its_scorers_and_store(tmp_path, tiny_causal, monkeypatch):
+    """In one process, ``rescorer.apply(sets, result.tuned)`` scores with the scorers the tuning run loaded (their
+    store included): texts scored while tuning are not scored again."""
+    lm = rescorer.load_scorer("ll", str(tiny_causal), store=str(tmp_path / "store.sqlite"), progress=False)
+    dev, test = read_demo("dev_other"), read_demo("test_clean")
+    result = rescorer.rescore(dev=dev, sets={"test_clean": test}, scorers={"ll": lm}, bootstrap=50)
+    adapter, calls = type(lm.adapter), []
+    forward = adapter.forward
+    monkeypatch.setattr(adapter, "forward", lambda self, *args: calls.append(1) or forward(self, *args))
+    applied = rescorer.apply({"test_clean": test}, result.tuned, bootstrap=50)
+    assert calls == []  # every text came from the store
+    assert applied.nbests["test_clean"] == result.nbests["test_clean"]
+    fresh = rescorer.apply({"test_clean": test}, result.tuned, engine={"progress": False}, bootstrap=50)
+    assert calls and fresh.nbests["test_clean"] == result.nbests["test_clean"]  # a new scorer, no store: computed

@@ -135,7 +135,9 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     :param out_dir: where the files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for the scorers the file names (where and how they run: the file never
         decides that).
-    :param scorers: column → a loaded scorer, instead of loading the one the file names.
+    :param scorers: column → a loaded scorer, instead of loading the one the file names (a :class:`Tuned` from
+        :func:`rescore` in this process brings the scorers it tuned with, and their store, unless ``engine`` is
+        given: what they scored is not scored again).
     :param accept_changed_models: apply even where a scorer's model or options changed since tuning.
     :param bootstrap: paired-bootstrap resamples where a list has references.
     :param seed: the seed of the bootstrap.
@@ -165,7 +167,7 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
              for n, v in (sets.items() if several else [(name, sets)])}
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
-    given = dict(scorers or {})
+    given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
     out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
     tuned.check_models(source or "tuned", accept_changed_models, given)
     specs = {column: entry["spec"] for column, entry in tuned.scorers.items() if column not in given}

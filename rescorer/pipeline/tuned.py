@@ -46,6 +46,9 @@ class Tuned:
     search: str = "fast"
     version: str = __version__
     dev: Mapping[str, float] = field(default_factory=dict)
+    loaded: Mapping[str, BoundScorer] = field(default_factory=dict, compare=False, repr=False)
+    """The scorers a tuning run in this process used, kept (not written) so that applying reuses them and their
+    store: what they scored is not scored again."""
 
     @classmethod
     def of(cls, base: Column, columns: list[Column], weights: Mapping[str, float], metric: Metric,
@@ -53,7 +56,7 @@ class Tuned:
         """From a tuning run's choices and the scorers it used."""
         specs = {name: {"spec": scorer_spec(scorer), "signature": scorer.signature} for name, scorer in scorers.items()}
         return cls(base, tuple(columns), {c.name: float(weights[c.name]) for c in columns},
-                   {"name": metric.name, **metric.options}, specs, **about)
+                   {"name": metric.name, **metric.options}, specs, loaded=dict(scorers), **about)
 
     def to_yaml(self, path: str | Path = FILE) -> str:
         body = {"rescorer": self.version, "data": self.data, "tuned_on": self.tuned_on, "search": self.search,
