@@ -173,3 +173,18 @@ def shipped_model(name: str) -> str:
     if name not in SHIPPED:
         raise UnknownNameError("shipped model", name, SHIPPED)
     return str(SHIPPED[name]())
+
+
+CACHED = {"minilm_mlm": "minilm-mlm-", "student_mse": "student-mse-", "student_mwer": "student-mwer-",
+          "smollm2": "smollm2-135m-instruct-"}  # how each shipped model's cached directory is named
+
+
+def shipped_name(path: str | Path) -> str | None:
+    """The shipped model ``path`` is (a directory of this machine's cache, by its name), None for any other."""
+    path = Path(path).expanduser()
+    try:
+        if path.resolve().parent != cache_dir().resolve():
+            return None
+    except (OSError, RuntimeError):
+        return None
+    return next((name for name, prefix in CACHED.items() if path.name.startswith(prefix)), None)

@@ -86,6 +86,11 @@ class NBest:
         return sum(len(u.hyps) for u in self.utterances)
 
     @property
+    def depth(self) -> int:
+        """The most hypotheses any utterance has (an N-best list's N)."""
+        return max((len(u.hyps) for u in self.utterances), default=0)
+
+    @property
     def columns(self) -> list[str]:
         """Score column names in first-seen order."""
         seen: dict[str, None] = {}

@@ -47,7 +47,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
-    from rescorer.scorers.loading import fingerprint
+    from rescorer.scorers.loading import model_tag as fingerprint
 
     model = make_model(tmp_path)
     before = fingerprint(str(model), None)
@@ -65,7 +65,7 @@ def test_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
 
 def test_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     from rescorer import filehash
-    from rescorer.scorers.loading import fingerprint
+    from rescorer.scorers.loading import model_tag as fingerprint
 
     calls = []
     real = filehash._hash_file

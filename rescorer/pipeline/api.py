@@ -14,6 +14,7 @@ from ..types import NBest
 from ..options import FLAG, TEXT, Option, RunOptions, checked
 from .outputs import OutDir, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
+from .portable import Models
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
@@ -125,7 +126,7 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
 def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
           engine: Mapping[str, Any] | None = None, scorers: Mapping[str, BoundScorer] | None = None,
           accept_changed_models: bool = False, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-          name: str = "test", run: RunOptions | None = None) -> Rescored:
+          name: str = "test", run: RunOptions | None = None, models: Models = None) -> Rescored:
     """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
     score them with its scorers, apply its weights, and report — the metric where the lists have references, the
     counts and changed 1-bests always.
@@ -144,6 +145,8 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     :param data: the data's name in the report.
     :param name: the name of a single list.
     :param run: ``bootstrap`` and ``seed`` as one :class:`~rescorer.options.RunOptions` checked already.
+    :param models: where the tuned file's models are when they moved: a directory holding them (by their
+        directory name), or ``{column or model name: path}``; each is checked against its tuned content hash.
     :returns: the report, the re-ranked lists and the tuned rescorer, as :func:`rescore` gives them.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
@@ -166,7 +169,9 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     named = {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
              for n, v in (sets.items() if several else [(name, sets)])}
     source = None if isinstance(tuned, Tuned) else str(tuned)
-    tuned = tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)
+    if models is not None and not isinstance(models, (str, Path, Mapping)):
+        raise ConfigError(f"models must be a directory or {{column or model name: path}}, not {type(models).__name__}")
+    tuned = (tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)).located(source and Path(source), models)
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
     out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
     tuned.check_models(source or "tuned", accept_changed_models, given)

@@ -93,7 +93,8 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": Search("fast"), "robust": Search("robust")}, run.halves, run.seed) if run.halves else None
     tuned = Tuned.of(base, columns, result.weights, metric, scorers, tuned_on=dev, data=data, search=result.method,
-                     dev={metric.name: metric.scale * result.dev})
+                     dev={metric.name: metric.scale * result.dev}, lists={
+                         "utterances": len(sets[dev]), "hypotheses": sets[dev].num_hypotheses, "depth": sets[dev].depth})
     summary = SearchSummary(method=result.method, settings=result.evaluated, seconds=result.seconds,
                             dev=metric.scale * result.dev,
                             dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
@@ -111,9 +112,12 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     check_sets(sets, scorers)
     target = checked_out_dir(out_dir, sets, scorers, [source])
     metric = tuned.make_metric()
+    warnings = depth_warnings(sets, tuned)
+    for warning in warnings:
+        warn(visible(warning))
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
     return apply_prepared(sets, prepared, tuned, scorers, metric, run=run, data=data, out_dir=target, source=source,
-                          notes=context_notes(scorers, sets))
+                          notes=context_notes(scorers, sets), warnings=warnings)
 
 
 def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet], tuned: Tuned,
@@ -136,6 +140,14 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
         title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
         write_results(out_dir, report, applied, metric, tuned, title, result)
     return Rescored(report, {name: a.nbest for name, a in applied.items()}, tuned)
+
+
+def depth_warnings(sets: Mapping[str, NBest], tuned: Tuned) -> list[str]:
+    """A line for each set whose lists are deeper or shallower than those the weights were tuned on."""
+    depth = tuned.lists.get("depth")
+    return [f"set {name}: {nbest.depth}-best lists, but the weights were tuned on {depth}-best lists "
+            f"({tuned.tuned_on}): weights may not carry over to another depth (cut the lists with top={depth}, or "
+            "re-tune on lists like these)" for name, nbest in sets.items() if depth and nbest.depth != depth]
 
 
 def check_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -18,6 +18,7 @@ from ..metrics import Metric, make_metric
 from ..options import Option
 from ..scorers import KINDS, option_names
 from ..version import TOOL, __version__
+from .portable import Models, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
@@ -25,8 +26,10 @@ MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
                       "scale", "loaded", "grammar"})
 TOP = {"rescorer": Option("text"), "data": Option("text"), "tuned_on": Option("text"), "search": Option("text"),
-       "metric": Option("mapping"), "dev": Option("mapping", null=True), "base": Option("mapping"),
+       "metric": Option("mapping"), "dev": Option("mapping", null=True), "lists": Option("mapping", null=True),
+       "base": Option("mapping"),
        "columns": Option("mapping"), "scorers": Option("mapping")}
+LISTS = ("utterances", "hypotheses", "depth")  # what a tuned file records of its tuning lists
 HEADER = ("# A tuned rescorer, written by `rescorer task=rescore`. Apply it to new N-best lists (references optional):\n"
           "#   rescorer task=apply task.tuned={path} data=own data.sets.test.nbest=NEW_LIST\n")
 
@@ -46,6 +49,8 @@ class Tuned:
     search: str = "fast"
     version: str = __version__
     dev: Mapping[str, float] = field(default_factory=dict)
+    lists: Mapping[str, int] = field(default_factory=dict)
+    """The tuning lists: ``utterances``, ``hypotheses`` and ``depth`` (the most hypotheses of an utterance)."""
     loaded: Mapping[str, BoundScorer] = field(default_factory=dict, compare=False, repr=False)
     """The scorers a tuning run in this process used, kept (not written) so that applying reuses them and their
     store: what they scored is not scored again."""
@@ -59,12 +64,17 @@ class Tuned:
                    {"name": metric.name, **metric.options}, specs, loaded=dict(scorers), **about)
 
     def to_yaml(self, path: str | Path = FILE) -> str:
+        """The file at ``path``: its models named so that it can be copied (see :mod:`.portable`)."""
+        folder = Path(path).parent
+        specs = {name: s["spec"] and {**s["spec"], **({"model": portable_model(str(s["spec"]["model"]), folder)}
+                                                      if s["spec"].get("model") else {})}
+                 for name, s in self.scorers.items()}
         body = {"rescorer": self.version, "data": self.data, "tuned_on": self.tuned_on, "search": self.search,
-                "metric": dict(self.metric), "dev": dict(self.dev),
+                "metric": dict(self.metric), "dev": dict(self.dev), "lists": dict(self.lists),
                 "base": {"name": self.base.name, "penalty": self.base.penalty, "alpha": self.base.alpha},
                 "columns": {c.name: {"weight": self.weights[c.name], "penalty": c.penalty, "alpha": c.alpha}
                             for c in self.columns},
-                "scorers": {name: {"spec": s["spec"], "signature": s["signature"]} for name, s in self.scorers.items()}}
+                "scorers": {name: {"spec": specs[name], "signature": s["signature"]} for name, s in self.scorers.items()}}
         return HEADER.format(path=path) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000)
 
     def __post_init__(self) -> None:
@@ -87,6 +97,8 @@ class Tuned:
                 if key in doc:
                     option.check(key, doc[key])
             dev = {str(k): Option("number").check(f"dev.{k}", v) for k, v in (doc.get("dev") or {}).items()}
+            check_known("lists key", doc.get("lists") or {}, LISTS)
+            lists = {str(k): Option("integer", low=0).check(f"lists.{k}", v) for k, v in (doc.get("lists") or {}).items()}
             columns, weights = [], {}
             for name, spec in doc["columns"].items():
                 spec = dict(Option("mapping").check(f"columns.{name}", spec))
@@ -98,9 +110,16 @@ class Tuned:
             make_metric(**metric)  # refuse an unknown metric or option now
             return cls(Column.of(str(base.pop("name", "score")), base), tuple(columns), weights, metric, scorers,
                        str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
-                       str(doc.get("rescorer", "")), dev)
+                       str(doc.get("rescorer", "")), dev, lists)
         except (ConfigError, TypeError) as err:
             raise ConfigError(f"{path}: {err}") from None
+
+    def located(self, source: Path | None, models: Models = None) -> "Tuned":
+        """The same rescorer with every model found on this machine (:func:`.portable.located_model`)."""
+        scorers = {name: {**entry, "spec": {**entry["spec"], "model": located_model(str(entry["spec"]["model"]), name,
+                                                                                    source, models)}}
+                   if entry["spec"] and entry["spec"].get("model") else entry for name, entry in self.scorers.items()}
+        return replace(self, scorers=scorers)
 
     def make_metric(self) -> Metric:
         return make_metric(**self.metric)
@@ -127,9 +146,8 @@ class Tuned:
         """Refuse a scorer whose signature differs from the tuned one (the model or its options changed since),
         naming the fields that differ, unless ``accept_changed``."""
         for name, scorer in scorers.items():
-            was = self.scorers[name]["signature"]
-            if scorer.signature != was and not accept_changed:
-                differ = changed_fields(was, scorer.signature)
+            differ = changed_fields(self.scorers[name]["signature"], scorer.signature)
+            if differ and not accept_changed:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with "
                                   f"({differ}); retune, or pass task.accept_changed_models=true to apply anyway")
 
@@ -148,10 +166,13 @@ def signature_fields(signature: str) -> dict[str, str]:
 
 
 def changed_fields(before: str, after: str) -> str:
-    """The ``key:value`` fields that differ between two signatures, as ``key: old → new``."""
+    """The ``key:value`` fields that differ between two signatures, as ``key: old → new`` (empty: none); a model
+    is the same where its content is (a signature of an earlier version named a local model ``path@hash``)."""
     old, new = (signature_fields(s) for s in (before, after))
-    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
-    return "; ".join(f"{k}: {old.get(k, '-')} → {new.get(k, '-')}" for k in keys) or "signature differs"
+    content = {k: v.rpartition("@")[2] for k, v in old.items()}, {k: v.rpartition("@")[2] for k, v in new.items()}
+    keys = [k for k in dict.fromkeys([*old, *new])
+            if old.get(k) != new.get(k) and not (k == "model" and content[0].get(k) == content[1].get(k))]
+    return "; ".join(f"{k}: {old.get(k, '-')} → {new.get(k, '-')}" for k in keys)
 
 
 def read_yaml(path: Path) -> Any:

@@ -138,22 +138,30 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
     return tokenizer, model
 
 
-def fingerprint(name: str, model: Any) -> str:
-    """A short hash of the whole content of a local model's weight, config and tokenizer files (cached by path,
-    size and mtime, see ``rescorer.filehash``), else the hub commit."""
-    return local_fingerprint(name) or str(getattr(model.config, "_commit_hash", None) or "hub")
+def model_tag(name: str, model: Any) -> str:
+    """What a signature calls a model: a local model by the short hash of the whole content of its weight, config
+    and tokenizer files (cached by path, size and mtime, see ``rescorer.filehash``), never by where it lies, so
+    that a moved or copied model keeps its scores; a hub model by its name and commit."""
+    return local_fingerprint(name) or f"{name}@{getattr(model.config, '_commit_hash', None) or 'hub'}"
+
+
+def model_files(name: str) -> list[Path] | None:
+    """The files that make a local model what it is (weights, config, tokenizer; a .gguf file alone); None for a
+    name that is no local model."""
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted({f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file()})
+    return None
 
 
 def local_fingerprint(name: str) -> str | None:
     """:func:`fingerprint` of a local model (a directory or a .gguf file) without loading it; None for a hub name."""
     from ..filehash import file_digests
 
-    path = Path(name).expanduser()
-    if path.suffix == ".gguf" and path.is_file():
-        files = [path]
-    elif path.is_dir():
-        files = sorted({f for pattern in _FINGERPRINTED for f in path.glob(pattern) if f.is_file()})
-    else:
+    files = model_files(name)
+    if files is None:
         return None
     digest = hashlib.blake2b(digest_size=16)
     for file, content in zip(files, file_digests(files)):

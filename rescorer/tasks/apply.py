@@ -16,4 +16,4 @@ def run(cfg: Any) -> dict[str, Any]:
     sets = {name: spec.read() for name, spec in corpus.sets.items()}
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
                  accept_changed_models=task.get("accept_changed_models", False), run=run_options(cfg),
-                 data=corpus.name).report
+                 models=task.get("models"), data=corpus.name).report
