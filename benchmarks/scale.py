@@ -1,4 +1,5 @@
-"""Memory and time of a rescoring run as the lists grow: U utterances × 10 hypotheses, U = 12.5k, 25k, 50k.
+"""Memory and time as the lists grow: a rescoring run (U utterances × 10 hypotheses, U = 12.5k, 25k, 50k) and a
+sharded apply of a tuned rescorer (U = 50k, 200k, 1M, in shards of 10,000 utterances).
 
 Each size is a dev and a test JSONL list built from the shipped demo texts (real LibriSpeech hypotheses, ids made
 unique), tuned on an input column (no LM, so the run measures reading, tuning, re-ranking and writing). Each size
@@ -6,6 +7,13 @@ runs twice in a fresh process, with and without ``out_dir``: the difference is t
 is the process's maximum resident set. Prints a table and writes ``benchmarks/results/scale.json``.
 
     python benchmarks/scale.py [12500 25000 50000]
+
+The apply run re-ranks the shards with a tuned.yaml tuned on an input column (no LM: the run measures reading,
+re-ranking, writing and the per-shard records) in a fresh process; in the same run the time to only ``json.loads``
+every line of the same files is measured, and the apply's input MB/s is reported against it. Writes
+``benchmarks/results/apply_scale.json``.
+
+    python benchmarks/scale.py apply [50000 200000 1000000]
 """
 from __future__ import annotations
 
@@ -31,18 +39,85 @@ print(json.dumps({"seconds": time.perf_counter() - start,
 """
 
 
-def build(utterances: int, path: Path, seed: int) -> int:
-    """A JSONL list of ``utterances`` × 10 hypotheses from the demo's real lists; its size in bytes."""
+APPLY = """
+import sys, time, json, resource, rescorer
+start = time.perf_counter()
+rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[3])
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+SHARD = 10_000  # utterances per shard of the apply run
+
+
+def build(utterances: int, path: Path, seed: int, first: int = 0) -> int:
+    """A JSONL list of ``utterances`` × 10 hypotheses from the demo's real lists (ids from ``first`` on); its size
+    in bytes."""
     import rescorer
 
     source = rescorer.read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
     lists = [u for u in source if len(u.hyps) >= 10]
     with path.open("w", encoding="utf-8") as out:
-        for i in range(utterances):
+        for i in range(first, first + utterances):
             utt = lists[(i * 7 + seed) % len(lists)]
             hyps = [{"text": h.text, "scores": {k: h.scores[k] for k in ("score", "ctc")}} for h in utt.hyps[:10]]
             out.write(json.dumps({"id": f"{utt.id}-{i}", "ref": utt.ref, "hyps": hyps}) + "\n")
     return path.stat().st_size
+
+
+def loads_seconds(paths: list[Path]) -> float:
+    """The time to only ``json.loads`` every line of ``paths``: the floor of any JSONL reader in Python."""
+    start = time.perf_counter()
+    for path in paths:
+        with path.open("rb") as handle:
+            for line in handle:
+                json.loads(line)
+    return time.perf_counter() - start
+
+
+def tuned_file(tmp: Path) -> Path:
+    """A tuned.yaml from a 2,000-utterance dev list, tuned on the ctc column (no LM)."""
+    import rescorer
+
+    dev = tmp / "dev.jsonl"
+    build(2000, dev, 0)
+    rescorer.rescore(sets={"dev": str(dev)}, base="score", columns={"ctc": {"range": [0, 1], "step": 0.1}},
+                     out_dir=tmp / "tuned", bootstrap=1)
+    return tmp / "tuned" / "tuned.yaml"
+
+
+def apply_rows(sizes: list[int]) -> None:
+    """Each size's sharded apply: seconds, peak memory and its input MB/s against json.loads of the same files."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tuned = tuned_file(Path(tmp))
+        for size in sizes:
+            shards = Path(tmp) / f"shards{size}"
+            shards.mkdir()
+            paths = [shards / f"part{k:04d}.jsonl" for k in range(-(-size // SHARD))]
+            input_mb = sum(build(min(SHARD, size - k * SHARD), path, 3, k * SHARD)
+                             for k, path in enumerate(paths)) / 2**20
+            floor = loads_seconds(paths)
+            args = [sys.executable, "-c", APPLY, str(tuned), str(shards), str(Path(tmp) / f"out{size}")]
+            run = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+            rows.append({"utterances": size, "hypotheses": 10 * size, "shards": len(paths),
+                         "input_mb": round(input_mb, 1), "peak_mb": round(run["peak_mb"], 1),
+                         "seconds": round(run["seconds"], 2), "mb_per_s": round(input_mb / run["seconds"], 2),
+                         "loads_seconds": round(floor, 2), "loads_mb_per_s": round(input_mb / floor, 2),
+                         "ratio_to_loads": round(floor / run["seconds"], 3)})
+            print(" | ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
+            subprocess.run(["rm", "-rf", str(shards), str(Path(tmp) / f"out{size}")], check=True)
+    save("apply_scale.json", sizes, "apply ", rows,
+         f"per size: shards of {SHARD:,} utterances × 10 hypotheses (JSONL), re-ranked with a tuned.yaml tuned on ctc "
+         "(no LM); loads_seconds: json.loads of every line of the same files, measured in the same run")
+
+
+def save(name: str, sizes: list[int], mode: str, rows: list[dict], note: str) -> None:
+    result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+              "python": platform.python_version(),
+              "command": f"python benchmarks/scale.py {mode}" + " ".join(map(str, sizes)), "note": note, "rows": rows}
+    path = ROOT / "benchmarks" / "results" / name
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 def measure(dev: Path, test: Path, out: Path | None) -> dict:
@@ -65,14 +140,12 @@ def main(sizes: list[int]) -> None:
                          "seconds": round(written["seconds"], 2), "seconds_without_writing": round(unwritten["seconds"], 2),
                          "writing_share": round(write_share, 3)})
             print(" | ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
-    result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
-              "python": platform.python_version(), "command": "python benchmarks/scale.py " + " ".join(map(str, sizes)),
-              "note": "per size: a dev and a test list of U utterances × 10 hypotheses (both counted in input_mb), "
-                      "tuned on ctc over 11 weights, 1,000 bootstrap resamples", "rows": rows}
-    path = ROOT / "benchmarks" / "results" / "scale.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path}")
+    save("scale.json", sizes, "", rows, "per size: a dev and a test list of U utterances × 10 hypotheses (both "
+         "counted in input_mb), tuned on ctc over 11 weights, 1,000 bootstrap resamples")
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [12500, 25000, 50000])
+    if sys.argv[1:2] == ["apply"]:
+        apply_rows([int(a) for a in sys.argv[2:]] or [50000, 200000, 1000000])
+    else:
+        main([int(a) for a in sys.argv[1:]] or [12500, 25000, 50000])

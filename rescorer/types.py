@@ -28,8 +28,8 @@ class Hypothesis:
 
     def with_scores(self, **scores: float) -> "Hypothesis":
         """A copy with extra (or replaced) score columns; replaced columns lose their raw value."""
-        raw = {k: v for k, v in self.raw.items() if k not in scores}
-        return replace(self, scores={**self.scores, **scores}, raw=raw)
+        raw = {k: v for k, v in self.raw.items() if k not in scores} if self.raw else self.raw
+        return Hypothesis(self.text, {**self.scores, **scores}, raw, self.tokens, self.meta)
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class Utterance:
     def __post_init__(self) -> None:
         if not isinstance(self.hyps, tuple):
             object.__setattr__(self, "hyps", tuple(self.hyps))
+
+    def with_hyps(self, hyps: Sequence[Hypothesis]) -> "Utterance":
+        """A copy with other hypotheses (the id, reference, meta and origin kept)."""
+        return Utterance(self.id, tuple(hyps), self.ref, self.meta, self.origin)
 
 
 CANONICAL = "jsonl"  # the format every list can be written in without loss (and a hand-built list's)
@@ -128,6 +132,8 @@ class NBest:
         for name, values in columns.items():
             if len(values) != self.num_hypotheses:
                 raise ValueError(f"column {name!r} has {len(values)} values for {self.num_hypotheses} hypotheses")
+        if not columns:
+            return self
         at = iter(range(self.num_hypotheses))
         utterances = []
         for utt in self.utterances:
@@ -135,5 +141,5 @@ class NBest:
             for hyp in utt.hyps:
                 i = next(at)
                 hyps.append(hyp.with_scores(**{name: float(values[i]) for name, values in columns.items()}))
-            utterances.append(replace(utt, hyps=tuple(hyps)))
+            utterances.append(utt.with_hyps(hyps))
         return self.with_utterances(utterances)

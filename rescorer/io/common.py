@@ -93,12 +93,14 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKey(key)
-        seen[key] = value
-    return seen
+    found = dict(pairs)
+    if len(found) < len(pairs):  # rare: find the first key seen twice
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return found
 
 
 def load_json(text: str, path: str | os.PathLike, line: int | None = None) -> object:

@@ -36,6 +36,8 @@ def _json_lines(path: Path) -> list[tuple[int, Any]]:
 
 
 def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]:
+    if type(value) is float and -math.inf < value < math.inf:  # the usual case, fast
+        return value, repr(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise NBestFormatError(path, line, f"{column} is not a number", value)
     raw = value if isinstance(value, str) else json.dumps(value)

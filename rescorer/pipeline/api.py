@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Sequence, Union
 
 from ..combine import Column, Search
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
-from ..io import check_nbest, metric_for, with_rank
+from ..io import REGISTRY, check_nbest, metric_for, with_rank
 from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric, make_metric
 from ..types import NBest
@@ -15,6 +15,7 @@ from ..options import FLAG, TEXT, Option, RunOptions, checked
 from .outputs import OutDir, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .portable import Models
+from .shards import CHUNK, apply_shards, shard_paths
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
@@ -137,10 +138,31 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
     return Column.of(name, {"penalty": "none", **spec}) if name else None
 
 
-def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, out_dir: str | Path | None = None,
-          engine: Mapping[str, Any] | None = None, scorers: Mapping[str, BoundScorer] | None = None,
-          accept_changed_models: bool = False, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-          name: str = "test", run: RunOptions | None = None, models: Models = None) -> Rescored:
+def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs: object, out_dir: object,
+                 fmt: str, chunk: int) -> tuple[dict[str, NBest], list[Path] | None]:
+    """The lists an apply reads whole: ``sets`` (one list, named ``name``, or ``{name: list}``); or, when the
+    ``inputs`` are streamed shard by shard (which needs ``out_dir``, a known ``fmt`` and a ``chunk`` ≥ 1), none
+    and the shards' paths, checked before any model loads."""
+    if (inputs is None) == (sets is None):
+        raise ConfigError("give either sets (lists read whole) or inputs (shards streamed to out_dir), not "
+                          f"{'both' if inputs is not None else 'neither'}")
+    if inputs is not None:
+        if out_dir is None:
+            raise ConfigError("inputs are re-ranked into out_dir/shards/: give out_dir")
+        check_known("fmt", [fmt], ["auto", *REGISTRY])
+        Option("integer", low=1).check("chunk", chunk)
+        return {}, shard_paths(inputs)  # type: ignore[arg-type]
+    several = isinstance(sets, Mapping) and "nbest" not in sets
+    return {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
+            for n, v in (sets.items() if several else [(name, sets)])}, None  # type: ignore[union-attr]
+
+
+def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tuned, *,
+          out_dir: str | Path | None = None, engine: Mapping[str, Any] | None = None,
+          scorers: Mapping[str, BoundScorer] | None = None, accept_changed_models: bool = False,
+          bootstrap: int = 1000, seed: int = 0, data: str = "data", name: str = "test", run: RunOptions | None = None,
+          models: Models = None, inputs: str | Path | Sequence[str | Path] | None = None, fmt: str = "auto",
+          chunk: int = CHUNK) -> Rescored:
     """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
     score them with its scorers, apply its weights, and report — the metric where the lists have references, the
     counts and changed 1-bests always.
@@ -161,7 +183,10 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
     :param run: ``bootstrap`` and ``seed`` as one :class:`~rescorer.options.RunOptions` checked already.
     :param models: where the tuned file's models are when they moved: a directory holding them (by their
         directory name), or ``{column or model name: path}``; each is checked against its tuned content hash.
-    :returns: the report, the re-ranked lists and the tuned rescorer, as :func:`rescore` gives them.
+    :param inputs: instead of ``sets``, a corpus of any size (a glob, a directory or a file listing its shards, or
+        paths), re-ranked by :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their
+        format; ``chunk``: utterances scored together); rerun, a killed apply redoes only unfinished shards.
+    :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
 
@@ -175,21 +200,19 @@ def apply(sets: SetLike | Mapping[str, SetLike], tuned: str | Path | Tuned, *, o
         print(rescorer.apply({"nbest": f"{demo}/test_clean", "every": 10}, tuned))  # no references needed
     """
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
-                     data=data, name=name), ARGUMENTS)
+                     data=data, name=name, **({} if isinstance(tuned, Tuned) else {"tuned": tuned})), ARGUMENTS)
     run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed))
-    if not isinstance(tuned, Tuned):
-        ARGUMENTS["tuned"].check("tuned", tuned)
-    several = isinstance(sets, Mapping) and "nbest" not in sets
-    named = {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
-             for n, v in (sets.items() if several else [(name, sets)])}
+    named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk)
     source = None if isinstance(tuned, Tuned) else str(tuned)
-    if models is not None and not isinstance(models, (str, Path, Mapping)):
-        raise ConfigError(f"models must be a directory or {{column or model name: path}}, not {type(models).__name__}")
     tuned = (tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)).located(source and Path(source), models)
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
-    out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
+    if shards is None:
+        out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
     tuned.check_models(source or "tuned", accept_changed_models, given)
     loaded = tuned_scorers(tuned, given, engine, source or "tuned")
     tuned.check(loaded, source or "tuned", accept_changed_models)
-    return apply_tuned(named, tuned, {c: loaded[c] for c in tuned.scorers}, run=run, data=data, out_dir=out_dir,
-                       source=source)
+    ordered = {c: loaded[c] for c in tuned.scorers}
+    if shards is not None:
+        return Rescored(apply_shards(shards, tuned, ordered, out_dir=out_dir, fmt=fmt, chunk=chunk, data=data,
+                                     source=source), {}, tuned)
+    return apply_tuned(named, tuned, ordered, run=run, data=data, out_dir=out_dir, source=source)

@@ -44,19 +44,24 @@ def out_dir_for(out_dir: str | Path, inputs: Iterable[str | Path]) -> OutDir:
     and neither holding, inside nor equal to any of ``inputs`` (what the run reads: lists, references, a tuned
     rescorer, the score store), which replacing it would delete."""
     final = Path(out_dir)
-    where = real(final)
-    for path in inputs:
-        read = real(path)
-        relation = ("is" if read == where else "holds" if where in read.parents else
-                    "is inside" if read in where.parents else None)
-        if relation:
-            raise ConfigError(f"out_dir={final} {relation} {path}, which this run reads: a run replaces its out_dir, "
-                              "so choose another one")
+    check_apart(final, inputs)
     if final.exists() and not final.is_dir():
         raise ConfigError(f"out_dir={final} is a file")
     if final.is_dir() and any(final.iterdir()) and not (final / MARK).is_file():
         raise ConfigError(f"out_dir={final} is not empty and holds no {MARK}: choose a new or empty directory")
     return OutDir(final)
+
+
+def check_apart(out_dir: Path, inputs: Iterable[str | Path]) -> None:
+    """Refuse an ``out_dir`` that is, holds or lies inside any of ``inputs`` (what the run reads)."""
+    where = real(out_dir)
+    for path in inputs:
+        read = real(path)
+        relation = ("is" if read == where else "holds" if where in read.parents else
+                    "is inside" if read in where.parents else None)
+        if relation:
+            raise ConfigError(f"out_dir={out_dir} {relation} {path}, which this run reads: a run writes over its "
+                              "out_dir, so choose another one")
 
 
 def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBest],

@@ -3,7 +3,7 @@ LM reads the chosen 1-bests before it, and what changed (the metric with its pai
 are references, the changed 1-bests always)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -32,17 +32,18 @@ class ScoredSet:
 
 
 def prepare(nbest: NBest, scorers: Mapping[str, BoundScorer], base: Column, columns: Sequence[Column],
-            metric: Metric, firsts: Sequence[str] | None = None, kept: ScoredSet | None = None) -> ScoredSet:
+            metric: Metric, firsts: Sequence[str] | None = None, kept: ScoredSet | None = None,
+            judged: bool = True) -> ScoredSet:
     """Score ``nbest`` with every LM and gather what tuning and applying need (metric statistics only for a list
-    with references). Given a ``kept`` set, only the LMs whose context reads the re-ranked 1-bests ``firsts``
+    with references, when ``judged``). Given a ``kept`` set, only the LMs whose context reads the re-ranked 1-bests ``firsts``
     score again."""
     again = reranking(scorers)
     scored, scores = score_nbest(nbest, scorers, firsts, kept and {n: s for n, s in kept.scores.items()
                                                                    if n not in again})
     token_counts = {name: [len(t) for t in s.tokens] for name, s in scores.items()}
     values = {name: np.asarray(s.totals, dtype=float) for name, s in scores.items()}
-    stats = kept.stats if kept else (NBestStats.compute(scored, metric) if any(u.ref is not None for u in nbest)
-                                     else None)
+    stats = kept.stats if kept else (NBestStats.compute(scored, metric) if judged and any(u.ref is not None
+                                                                                        for u in nbest) else None)
     return ScoredSet(scored, scores, Features.of(scored, base, columns, token_counts, values), stats)
 
 
@@ -72,7 +73,7 @@ def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     for u, utt in enumerate(nbest):
         order = sorted(range(len(utt.hyps)), key=lambda k: -scores[u, k])
         hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: float(scores[u, k])}) for k in order]
-        utterances.append(replace(utt, hyps=tuple(hyps)))
+        utterances.append(utt.with_hyps(hyps))
     return nbest.with_utterances(utterances)
 
 

@@ -116,6 +116,9 @@ class Tuned:
 
     def located(self, source: Path | None, models: Models = None) -> "Tuned":
         """The same rescorer with every model found on this machine (:func:`.portable.located_model`)."""
+        if models is not None and not isinstance(models, (str, os.PathLike, Mapping)):
+            raise ConfigError(f"models must be a directory or {{column or model name: path}}, not "
+                              f"{type(models).__name__}")
         scorers = {name: {**entry, "spec": {**entry["spec"], "model": located_model(str(entry["spec"]["model"]), name,
                                                                                     source, models)}}
                    if entry["spec"] and entry["spec"].get("model") else entry for name, entry in self.scorers.items()}

@@ -1,4 +1,5 @@
-"""``rescorer task=apply task.tuned=PATH``: re-rank new N-best lists (references optional) with a tuned rescorer."""
+"""``rescorer task=apply task.tuned=PATH``: re-rank new N-best lists (references optional) with a tuned rescorer —
+the sets of ``data``, or with ``task.inputs`` a corpus of shards streamed to ``out_dir/shards/``."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,13 @@ def run(cfg: Any) -> dict[str, Any]:
     task = plain(cfg.task)
     if not task.get("tuned"):
         raise ConfigError("task.tuned is not set: name the tuned.yaml a task=rescore run wrote (task.tuned=PATH)")
-    corpus = data_of(cfg)
-    sets = {name: spec.read() for name, spec in corpus.sets.items()}
+    inputs = task.get("inputs")
+    if inputs is None:
+        corpus = data_of(cfg)
+        sets, data = {name: spec.read() for name, spec in corpus.sets.items()}, corpus.name
+    else:
+        sets, data = None, str(plain(cfg.data).get("name", "data")) if "data" in cfg else "data"
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
                  accept_changed_models=task.get("accept_changed_models", False), run=run_options(cfg),
-                 models=task.get("models"), data=corpus.name).report
+                 models=task.get("models"), data=data, inputs=inputs, fmt=task.get("fmt", "auto"),
+                 chunk=task.get("chunk", 10_000)).report

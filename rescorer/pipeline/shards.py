@@ -1,0 +1,299 @@
+"""Apply a tuned rescorer to a corpus of any size: many N-best files (shards), each read, scored in chunks that keep
+a recording's utterances together, re-ranked and written in its own format under ``out_dir/shards/``. A finished
+shard is recorded (``out_dir/done/NAME.json``: its input, the tuned rescorer and its output's checksum) and never
+redone, so a killed run resumes where it stopped; memory is bounded by the largest shard, not by the corpus."""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..changes import Change, changed
+from ..context import groups
+from ..engine import BoundScorer
+from ..engine.progress import duration
+from ..errors import ConfigError, NBestFormatError
+from ..files import special_kind, write_text
+from ..io import detect_format, read_nbest, with_rank, write_nbest
+from ..io.common import present
+from ..log import info
+from ..metrics import Metric
+from ..report import Report, SetReport, write_report
+from ..report.html import write_html
+from ..report.summary import headline
+from ..safetext import visible
+from ..types import NBest
+from .outputs import check_apart
+from .rerank import prepare, in_order, reranked
+from .tuned import Tuned
+
+SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
+EXAMPLES = 20  # changed 1-bests kept per shard for the report
+CHUNK = 10_000  # utterances scored together (a recording is never split)
+LIST_BYTES = 64 << 20  # a list file is a few hundred thousand paths at most
+
+
+def shard_paths(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The N-best files named by ``inputs``: a list of paths, a glob (``decode/split*/nbest.jsonl``), a directory
+    of shards (each entry not starting with ``.``, in name order; a decode directory that is itself one list is
+    one), or a file listing them one per line (relative to it); a list file is told from an N-best file by every
+    line naming an existing path."""
+    found = listed_inputs(inputs)
+    for path in found:
+        if not present(path):
+            raise ConfigError(f"task.inputs: no such file or directory: {path}")
+        kind = special_kind(path.stat().st_mode)
+        if kind:
+            raise ConfigError(f"task.inputs: {path} is {kind}, which could be read only once or wait for a writer: "
+                              "save it to a file first")
+    output_names(found)
+    return found
+
+
+def listed_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The paths ``inputs`` names (see :func:`shard_paths`), before they are checked."""
+    if not isinstance(inputs, (str, Path)):
+        return [Path(str(p)) for p in inputs]
+    text = str(inputs)
+    if glob.has_magic(text):
+        found = sorted(Path(p) for p in glob.glob(text))
+        if not found:
+            raise ConfigError(f"task.inputs={text}: the pattern matches no file")
+        return found
+    path = Path(text)
+    if not present(path):
+        raise ConfigError(f"task.inputs: no such file or directory: {path}")
+    if path.is_dir():
+        try:
+            detect_format(path)
+            return [path]
+        except NBestFormatError:
+            found = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+            if not found:
+                raise ConfigError(f"task.inputs={path}: the directory holds no N-best file") from None
+            return found
+    return listed(path) or [path]
+
+
+def listed(path: Path) -> list[Path] | None:
+    """The paths a list file names (relative to its directory), or None if ``path`` is not one."""
+    if not path.is_file() or path.stat().st_size > LIST_BYTES:  # a pipe is never opened here
+        return None
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines or not all(present(path.parent / line) for line in lines):
+        return None
+    return [path.parent / line for line in lines]
+
+
+def output_names(paths: Sequence[Path]) -> dict[Path, str]:
+    """Each input's output name (its own file name); two inputs of one name are refused, naming both."""
+    names: dict[str, Path] = {}
+    for path in paths:
+        name = path.name
+        if name in (JOB,) or name.startswith("."):
+            raise ConfigError(f"task.inputs: {path} cannot be written as out_dir/{SHARDS}/{name}: rename it")
+        if name in names:
+            raise ConfigError(f"task.inputs: {names[name]} and {path} have the same name, and each is written as "
+                              f"out_dir/{SHARDS}/{name}: give the shards distinct names")
+        names[name] = path
+    return {path: name for name, path in names.items()}
+
+
+def chunks(nbest: NBest, scorers: Mapping[str, BoundScorer], size: int) -> Iterator[NBest]:
+    """``nbest`` in pieces of at least ``size`` utterances (the last one smaller), cut only where no recording a
+    scorer's context reads continues past the cut."""
+    owners = [groups(nbest, s.context.group) for s in scorers.values() if s.context is not None]
+    last: dict[tuple[int, str], int] = {}
+    for k, found in enumerate(owners):
+        for i, owner in enumerate(found):
+            last[k, owner] = i
+    start, reach = 0, -1
+    for i in range(len(nbest)):
+        if i - start >= size and reach < i:
+            yield nbest.with_utterances(nbest.utterances[start:i])
+            start = i
+        reach = max([reach, *(last[k, found[i]] for k, found in enumerate(owners))])
+    yield nbest.with_utterances(nbest.utterances[start:])
+
+
+def job_key(tuned: Tuned) -> str:
+    """What makes two runs the same job: the weights, the base and tuned columns and each scorer's signature (its
+    model by content), not where the tuned file or its models lie."""
+    what = {"base": tuned.base.name, "weights": dict(tuned.weights), "penalties": [
+        [c.name, c.penalty, c.alpha] for c in (tuned.base, *tuned.columns)],
+        "scorers": {name: entry.get("signature") for name, entry in tuned.scorers.items()}}
+    return hashlib.blake2b(json.dumps(what, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+def digest(path: Path) -> str:
+    """The content hash of a file, or of every file under a directory (with their relative names)."""
+    out = hashlib.blake2b(digest_size=16)
+    for file in sorted(p for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file()):
+        out.update(str(file.relative_to(path)).encode() + b"\0" if file != path else b"")
+        with file.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                out.update(block)
+    return out.hexdigest()
+
+
+def stamp(path: Path) -> list[int]:
+    """Size and modification time of an input (a directory: of its newest file), to tell a changed input."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    stats = [p.stat() for p in files]
+    return [sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0)]
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """One finished shard: its report entry and up to :data:`EXAMPLES` changed 1-bests."""
+
+    entry: SetReport
+    changes: list[Change]
+    seconds: float
+
+
+def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric, weights: np.ndarray,
+                 chunk: int) -> tuple[NBest, ShardResult]:
+    """One shard scored chunk by chunk, re-ranked under the tuned weights; the re-ranked list and what changed."""
+    start = time.perf_counter()
+    utterances, changes, count = [], [], 0
+    for part in chunks(nbest, scorers, chunk):
+        scored = prepare(part, scorers, tuned.base, tuned.columns, metric, judged=False)
+        scored = in_order(part, scored, scorers, tuned.base, tuned.columns, metric, weights)
+        new = reranked(scored.nbest, scored.features, weights)
+        found = changed([u.id for u in part], part.select([0] * len(part)), new.select([0] * len(new)),
+                        [u.ref for u in part], metric)
+        count += len(found)
+        changes += found[: EXAMPLES - len(changes)]
+        utterances += new.utterances
+    entry = SetReport(format=nbest.fmt, utterances=len(nbest), hypotheses=nbest.num_hypotheses,
+                      references=False, changed_1best=count)
+    return nbest.with_utterances(utterances), ShardResult(entry, changes, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A sharded apply's ``out_dir``: where each shard's output and record go, and the job they belong to."""
+
+    root: Path
+    key: str
+
+    def output(self, name: str) -> Path:
+        return self.root / SHARDS / name
+
+    def record(self, name: str) -> Path:
+        return self.root / DONE / f"{name}.json"
+
+    def finished(self, name: str, source: Path) -> ShardResult | None:
+        """The recorded result of shard ``name`` when it is finished for this job: same input (size and time),
+        same tuned rescorer, and its output as written (checksum); else None (it is done again)."""
+        try:
+            record = json.loads(self.record(name).read_text(encoding="utf-8"))
+            same = (record["job"] == self.key and record["input"] == stamp(source)
+                    and self.output(name).exists() and record["output"] == digest(self.output(name)))
+            return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
+                               record["seconds"]) if same else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def finish(self, name: str, source: Path, nbest: NBest, result: ShardResult) -> None:
+        """Write the shard's output (atomically), then its record: a shard killed before its record is redone."""
+        path = self.output(name)
+        write_nbest(nbest, path)
+        result.entry.outputs = {"native": str(path)}
+        write_text(self.record(name), json.dumps({
+            "job": self.key, "input": stamp(source), "output": digest(path), "seconds": result.seconds,
+            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
+
+
+def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Sequence[str | Path | None]) -> Job:
+    """``out_dir`` checked for a sharded apply: apart from every input, new, empty, or this job's own (resumed);
+    one of another tuned rescorer, or anything else, is refused."""
+    root = Path(out_dir)
+    check_apart(root, [*inputs, *(p for p in read if p)])
+    key = job_key(tuned)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"out_dir={root} is a file")
+    if root.is_dir() and any(root.iterdir()):
+        try:
+            job = json.loads((root / JOB).read_text(encoding="utf-8"))["job"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ConfigError(f"out_dir={root} is not empty and holds no {JOB} of a sharded apply: choose a new or "
+                              "empty directory") from None
+        if job != key:
+            raise ConfigError(f"out_dir={root} holds shards re-ranked by another tuned rescorer (or other weights): "
+                              "choose a new out_dir, or remove it to start again")
+    try:
+        (root / SHARDS).mkdir(parents=True, exist_ok=True)
+        (root / DONE).mkdir(exist_ok=True)
+        write_text(root / JOB, json.dumps({"job": key, "weights": dict(tuned.weights)}) + "\n")
+    except OSError as err:
+        raise ConfigError(f"out_dir={root}: cannot write there ({err.strerror or err})") from None
+    return Job(root, key)
+
+
+def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
+                 out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
+                 source: str | None = None) -> Report:
+    """Re-rank every shard of ``inputs`` (:func:`shard_paths`) with ``tuned`` and its ``scorers``, one shard in
+    memory at a time, each written to ``out_dir/shards/`` in its own format as soon as it is done; shards finished
+    by an earlier run of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a
+    row per shard."""
+    paths = shard_paths(inputs)
+    names = output_names(paths)
+    job = open_job(out_dir, tuned, paths, [source, *(s.store_path for s in scorers.values())])
+    metric = tuned.make_metric()
+    weights = np.array([tuned.weights[c.name] for c in tuned.columns])
+    results: dict[str, ShardResult] = {}
+    begun, done_now, kept = time.perf_counter(), 0, 0
+    for k, path in enumerate(paths, 1):
+        name = names[path]
+        result = job.finished(name, path)
+        before = result is not None
+        if result is None:
+            new, result = rerank_shard(with_rank(read_nbest(path, fmt)), tuned, scorers, metric, weights, chunk)
+            job.finish(name, path, new, result)
+            done_now += 1
+        kept += before
+        results[name] = result
+        left = (time.perf_counter() - begun) / done_now * (len(paths) - k) if done_now else 0.0
+        info(f"shard {k}/{len(paths)} {visible(name)}: {result.entry.utterances:,} utterances, "
+             f"{result.entry.changed_1best:,} 1-bests changed" + (" (finished before)" if before else "")
+             + (f"; about {duration(left)} left" if done_now and k < len(paths) else ""))
+    return write_job_report(job, results, tuned, metric, scorers, data, source, kept)
+
+
+def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned, metric: Metric,
+                     scorers: Mapping[str, BoundScorer], data: str, source: str | None, kept: int) -> Report:
+    """The report of every shard, from their records: ``report.json``, ``report.md`` and ``report.html``."""
+    notes = [f"{kept} of {len(results)} shards were finished by an earlier run of this job and kept as they are"] \
+        if kept else []
+    total = sum(r.entry.changed_1best for r in results.values())
+    shown = sum(len(r.changes) for r in results.values())
+    if shown < total:
+        notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
+    report = Report.of(task="apply", data=data, metric=metric, base=tuned.base, columns=tuned.columns,
+                       weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
+                       scorers={column: scorer.signature for column, scorer in scorers.items()},
+                       sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes)
+    report.html = str(job.root / "report.html")
+    written = report.to_json()
+    changes = {name: r.changes for name, r in results.items()}
+    write_html(job.root / "report.html", written, changes, None)
+    table = [("utterances", "utterances"), ("hypotheses", "hypotheses"), ("changed_1best", "1-bests changed")]
+    lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:20]
+    lines += [f"Note: {note}" for note in notes]
+    lines.append(f"Outputs in {job.root}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
+                 "the changes.")
+    write_report(job.root, written, table, f"{data}: {len(results)} shards re-ranked with "
+                 f"{', '.join(f'{k}={v:g}' for k, v in tuned.weights.items())}", notes=lines)
+    return report

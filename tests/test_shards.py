@@ -1,0 +1,209 @@
+"""A corpus of any size applied shard by shard: each input re-ranked in its own format exactly as the in-memory apply
+writes it, recordings never split across chunks, a killed run resumed without touching finished shards, and an
+out_dir of another job refused."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rescorer
+from rescorer.errors import ConfigError
+from rescorer.io import write_nbest
+from rescorer.pipeline.shards import chunks, shard_paths
+from rescorer.types import Hypothesis, NBest, Utterance
+
+from .conftest import DEMO, ROOT
+
+FORMATS = ROOT / "tests" / "fixtures" / "formats"
+LL_CONTEXT = {"kind": "ll", "context": {"utterances": 2}}
+
+
+def tree(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (or the file itself) by relative name, with its bytes."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return {str(p.relative_to(path)) if p != path else p.name: p.read_bytes() for p in files}
+
+
+def tuned_on(path: Path, model: Path, out: Path, source: str = "first_pass") -> Path:
+    """A tuned.yaml from ``path`` (with its references) and the tiny causal LM reading the 1-bests of ``source``
+    as context."""
+    scorer = {"kind": "ll", "model": str(model), "context": {"utterances": 2, "source": source}}
+    rescorer.rescore(sets={"dev": {"nbest": str(path)}}, scorers={"ll": scorer}, engine={"progress": False},
+                     bootstrap=10, out_dir=out)
+    return out / "tuned.yaml"
+
+
+@pytest.fixture(scope="module")
+def demo_shards(tmp_path_factory) -> Path:
+    """Two ESPnet decode directories cut from the demo (each recording's utterances together, 5-best)."""
+    root = tmp_path_factory.mktemp("demo_shards")
+    nbest = rescorer.read_nbest(DEMO / "test_clean", refs=DEMO / "test_clean" / "ref.trn")
+    cut = [u.with_hyps(u.hyps[:5]) for u in nbest][:40]
+    for k, part in enumerate((cut[:20], cut[20:])):
+        write_nbest(nbest.with_utterances(part), root / "shards" / f"split{k}", "espnet2")
+    write_nbest(nbest.with_utterances(cut), root / "dev.jsonl", "jsonl")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tuned(demo_shards, tiny_causal) -> Path:
+    return tuned_on(demo_shards / "dev.jsonl", tiny_causal, demo_shards / "tuned")
+
+
+def test_a_directory_of_decode_directories_is_applied_as_the_in_memory_apply_writes_each(demo_shards, tiny_causal,
+                                                                                         tmp_path):
+    tuned = tuned_on(demo_shards / "dev.jsonl", tiny_causal, tmp_path / "tuned", source="rescored")
+    inputs = shard_paths(demo_shards / "shards")
+    assert [p.name for p in inputs] == ["split0", "split1"]
+    rescorer.apply(None, tuned, inputs=demo_shards / "shards", out_dir=tmp_path / "sharded",
+                   engine={"progress": False})
+    for path in inputs:
+        rescorer.apply({"one": str(path)}, tuned, out_dir=tmp_path / f"whole-{path.name}",
+                       engine={"progress": False}, bootstrap=10)
+        assert tree(tmp_path / "sharded" / "shards" / path.name) == tree(tmp_path / f"whole-{path.name}" / "one"
+                                                                          / "nbest")
+    report = json.loads((tmp_path / "sharded" / "report.json").read_text())
+    assert [s["utterances"] for s in report["sets"].values()] == [20, 20]
+    changed = sum(a != b for path in inputs for a, b in zip(
+        rescorer.read_nbest(path).select([0] * 20),
+        rescorer.read_nbest(tmp_path / "sharded" / "shards" / path.name).select([0] * 20)))
+    assert sum(s["changed_1best"] for s in report["sets"].values()) == changed
+
+
+@pytest.mark.parametrize("source", ["fairseq/generate-test.v0.9.txt", "hyporadise/compact.json"])
+def test_a_translation_and_a_hyporadise_list_are_applied_as_the_in_memory_apply_writes_them(source, tiny_causal,
+                                                                                            tmp_path):
+    path = shutil.copy(FORMATS / source, tmp_path / Path(source).name)
+    tuned = tuned_on(Path(path), tiny_causal, tmp_path / "tuned")
+    rescorer.apply(None, tuned, inputs=[path], out_dir=tmp_path / "sharded", engine={"progress": False})
+    rescorer.apply({"one": path}, tuned, out_dir=tmp_path / "whole", engine={"progress": False}, bootstrap=10)
+    assert tree(tmp_path / "sharded" / "shards" / Path(path).name) == tree(tmp_path / "whole" / "one"
+                                                                           / Path(path).name)
+
+
+def recording_list(owners: list[str]) -> NBest:
+    return NBest([Utterance(f"{owner}-{k}", (Hypothesis("A", {"score": 0.0}),)) for k, owner in enumerate(owners)])
+
+
+def test_chunks_keep_every_recording_whole_and_cut_as_soon_as_they_may(tiny_causal):
+    scorer = rescorer.load_scorer("ll", str(tiny_causal), context={"utterances": 1}, progress=False)
+    owners = ["a", "a", "b", "a", "c", "c", "d", "e", "e", "e", "f"]
+    found = [[u.id.split("-")[0] for u in part] for part in chunks(recording_list(owners), {"ll": scorer}, 2)]
+    assert found == [["a", "a", "b", "a"], ["c", "c"], ["d", "e", "e", "e"], ["f"]]  # a comes back after b
+    plain = rescorer.load_scorer("ll", str(tiny_causal), progress=False)
+    assert [len(part) for part in chunks(recording_list(owners), {"ll": plain}, 4)] == [4, 4, 3]
+
+
+def test_chunked_scoring_ranks_as_a_whole_shard_does(demo_shards, tuned, tmp_path):
+    for chunk, out in ((3, "small"), (10_000, "whole")):
+        rescorer.apply(None, tuned, inputs=[demo_shards / "dev.jsonl"], out_dir=tmp_path / out, chunk=chunk,
+                       engine={"progress": False})
+    small, whole = (rescorer.read_nbest(tmp_path / out / "shards" / "dev.jsonl") for out in ("small", "whole"))
+    assert [[h.text for h in u.hyps] for u in small] == [[h.text for h in u.hyps] for u in whole]
+    np.testing.assert_allclose(small.column_array("rescore"), whole.column_array("rescore"), atol=1e-4)
+
+
+KILL_AFTER_OUTPUT = """
+import os, signal, sys
+from pathlib import Path
+import rescorer
+from rescorer.pipeline import shards
+
+finish, calls = shards.Job.finish, []
+
+def finish_then_die(self, name, source, nbest, result):
+    calls.append(name)
+    if len(calls) == int(sys.argv[3]):  # the output written, its record not yet: killed at the worst moment
+        shards.write_nbest(nbest, self.output(name))
+        os.kill(os.getpid(), signal.SIGKILL)
+    finish(self, name, source, nbest, result)
+
+shards.Job.finish = finish_then_die
+rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[4], engine={"progress": False})
+"""
+
+
+def digests(root: Path) -> dict[str, tuple[int, str]]:
+    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted((root / "shards").iterdir())}
+
+
+def test_a_killed_apply_reruns_only_unfinished_shards_and_ends_as_an_uninterrupted_one(demo_shards, tuned,
+                                                                                      tmp_path):
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    for k in range(20):
+        write_nbest(nbest.with_utterances(nbest.utterances[2 * k : 2 * k + 2]), tmp_path / "in" / f"{k:02d}.jsonl")
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_OUTPUT, str(tuned), str(tmp_path / "in"), "8",
+                             str(tmp_path / "resumed")], capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    before = digests(tmp_path / "resumed")
+    assert len(before) == 8 and len(list((tmp_path / "resumed" / "done").iterdir())) == 7
+    rescorer.apply(None, tuned, inputs=tmp_path / "in", out_dir=tmp_path / "resumed", engine={"progress": False})
+    after = digests(tmp_path / "resumed")
+    assert {name: after[name] for name in list(before)[:7]} == {name: before[name] for name in list(before)[:7]}
+    assert after["07.jsonl"][0] != before["07.jsonl"][0]  # written, unrecorded: done again
+    rescorer.apply(None, tuned, inputs=tmp_path / "in", out_dir=tmp_path / "straight", engine={"progress": False})
+    assert tree(tmp_path / "resumed" / "shards") == tree(tmp_path / "straight" / "shards")
+    report = json.loads((tmp_path / "resumed" / "report.json").read_text())
+    assert report["sets"] == json.loads((tmp_path / "straight" / "report.json").read_text())["sets"] | {
+        name: {**entry, "outputs": {"native": entry["outputs"]["native"]}} for name, entry in report["sets"].items()}
+    assert len(report["sets"]) == 20 and sum(s["utterances"] for s in report["sets"].values()) == 40
+
+
+def test_inputs_are_a_glob_a_directory_a_list_file_or_paths(tmp_path):
+    for name in ("b.jsonl", "a.jsonl", ".hidden"):
+        (tmp_path / "d" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "d" / name).write_text("{}\n")
+    (tmp_path / "list.txt").write_text("d/b.jsonl\n\nd/a.jsonl\n")
+    assert [p.name for p in shard_paths(tmp_path / "d")] == ["a.jsonl", "b.jsonl"]
+    assert [p.name for p in shard_paths(str(tmp_path / "d" / "*.jsonl"))] == ["a.jsonl", "b.jsonl"]
+    assert shard_paths(tmp_path / "list.txt") == [tmp_path / "d" / "b.jsonl", tmp_path / "d" / "a.jsonl"]
+    assert shard_paths([tmp_path / "d" / "a.jsonl"]) == [tmp_path / "d" / "a.jsonl"]
+    assert shard_paths(tmp_path / "d" / "a.jsonl") == [tmp_path / "d" / "a.jsonl"]  # not a list: an N-best file
+    with pytest.raises(ConfigError, match=r"task.inputs=.*\*.nbest: the pattern matches no file"):
+        shard_paths(str(tmp_path / "*.nbest"))
+    with pytest.raises(ConfigError, match="no such file or directory"):
+        shard_paths([tmp_path / "missing.jsonl"])
+
+
+def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, tuned, tmp_path):
+    shard = shutil.copy(demo_shards / "dev.jsonl", tmp_path / "one.jsonl")
+    rescorer.apply(None, tuned, inputs=[shard], out_dir=tmp_path / "out", engine={"progress": False})
+    other = tmp_path / "other.yaml"
+    text = tuned.read_text()
+    other.write_text(text.replace("weight: ", "weight: 0.5 #", 1))
+    with pytest.raises(ConfigError, match="holds shards re-ranked by another tuned rescorer"):
+        rescorer.apply(None, other, inputs=[shard], out_dir=tmp_path / "out", engine={"progress": False})
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(ConfigError, match="is not empty and holds no job.json"):
+        rescorer.apply(None, tuned, inputs=[shard], out_dir=tmp_path / "mine", engine={"progress": False})
+    with pytest.raises(ConfigError, match="have the same name"):
+        rescorer.apply(None, tuned, inputs=[shard, demo_shards / "dev.jsonl", tmp_path / "one.jsonl"],
+                       out_dir=tmp_path / "new", engine={"progress": False})
+    with pytest.raises(ConfigError, match="which this run reads"):
+        rescorer.apply(None, tuned, inputs=[tmp_path], out_dir=tmp_path / "mine" / "out", engine={"progress": False})
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me" and not (tmp_path / "new").exists()
+
+
+def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a_line(demo_shards, tuned,
+                                                                                        tmp_path):
+    command = [sys.executable, "-m", "rescorer.cli", "task=apply", f"task.tuned={tuned}", "engine.store=null"]
+    env = {**os.environ, "CI": "1"}
+    done = subprocess.run([*command, f"task.inputs={demo_shards}/shards/split*", f"out_dir={tmp_path / 'out'}"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "shard 2/2 split1: 20 utterances" in done.stdout + done.stderr
+    assert sorted(os.listdir(tmp_path / "out" / "shards")) == ["split0", "split1"]
+    done = subprocess.run([*command, f"task.inputs={tmp_path}/none*", f"out_dir={tmp_path / 'empty'}"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "matches no file" in done.stderr, done.stderr
+    assert not (tmp_path / "empty").exists()
