@@ -207,3 +207,50 @@ def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "matches no file" in done.stderr, done.stderr
     assert not (tmp_path / "empty").exists()
+
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}  # a cluster of this machine's processes
+
+
+def ray_command() -> str:
+    return shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+
+
+@pytest.fixture
+def ray_cluster():
+    """A Ray cluster of three processes on this machine (a head and two workers, one CPU each); its address."""
+    pytest.importorskip("ray", reason="engine=ray needs `pip install rescorer[ray]` (make setup installs it)")
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, **RAY_ENV}
+    start = [ray_command(), "start", "--num-cpus=1", "--disable-usage-stats"]
+    try:
+        subprocess.run([*start, "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--include-dashboard=false"],
+                       check=True, capture_output=True, env=env, timeout=300)
+        for _ in range(2):
+            subprocess.run([*start, f"--address=127.0.0.1:{port}", "--node-ip-address=127.0.0.1"], check=True,
+                           capture_output=True, env=env, timeout=300)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray_command(), "stop", "--force"], capture_output=True, env=env, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_sharded_apply_on_a_three_process_ray_cluster_ranks_as_the_local_engine(demo_shards, tuned, ray_cluster,
+                                                                                  tmp_path):
+    command = [sys.executable, "-m", "rescorer.cli", "task=apply", f"task.tuned={tuned}", "engine.store=null",
+               f"task.inputs={demo_shards / 'shards'}"]
+    env = {**os.environ, "CI": "1", **RAY_ENV}
+    ray = ["engine=ray", f"engine.scale.address={ray_cluster}", "engine.scale.workers=2", "engine.scale.block=16"]
+    for out, engine in (("local", []), ("ray", ray)):
+        done = subprocess.run([*command, f"out_dir={tmp_path / out}", *engine], capture_output=True, text=True,
+                              timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (done.stdout + done.stderr).count("starting 2 Ray actor(s) for ll") == 1  # one pool for every shard
+    for name in ("split0", "split1"):
+        local, ray_ = (rescorer.read_nbest(tmp_path / out / "shards" / name) for out in ("local", "ray"))
+        assert [[h.text for h in u.hyps] for u in ray_] == [[h.text for h in u.hyps] for u in local]
+        np.testing.assert_allclose(ray_.column_array("rescore"), local.column_array("rescore"), atol=1e-4)

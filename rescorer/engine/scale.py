@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import queue
 import traceback
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError, ScorerError, check_known
+from ..log import info
 from .local import EngineStats, ScoreMap, compute
 
 if TYPE_CHECKING:
@@ -76,47 +75,55 @@ class Worker:
             yield chunk, stats.rows_computed - reported
             reported = stats.rows_computed
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Ray Data's batch function: texts → totals, per-token scores (JSON, exact for float64) and rows."""
-        texts = [str(t) for t in batch["text"]]
+class RayWorker(Worker):
+    """A scorer actor: built once, then scores block after block for every set, shard and pass of the run."""
+
+    def __init__(self, spec: dict[str, Any], threads: int, budget: int | None):
+        super().__init__(spec, spec.get("device") or "auto", threads, budget)
+
+    def score(self, texts: list[str]) -> tuple[ScoreMap, int]:
+        """One block's scores and the model rows they took."""
         scores: ScoreMap = {}
         rows = 0
         for chunk, computed in self.chunks(texts):
             scores.update(chunk)
             rows += computed
-        return {"text": np.array(texts, dtype=object),
-                "total": np.array([scores[t][0] for t in texts], dtype=np.float64),
-                "tokens": np.array([json.dumps(scores[t][1]) for t in texts], dtype=object),
-                "rows": np.array([rows] + [0] * (len(texts) - 1), dtype=np.int64)}
+        return scores, rows
 
 
-class RayWorker(Worker):
-    def __init__(self, spec: dict[str, Any], threads: int, budget: int | None):
-        super().__init__(spec, spec.get("device") or "auto", threads, budget)
+_ACTORS: dict[str, list[Any]] = {}  # one pool of actors per scorer and setting, for the whole run
 
 
-def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
-               budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
-    """Scores from a Ray Data pipeline: texts → a pool of scorer actors → back to the driver, block by block."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("engine=ray needs Ray: pip install 'rescorer[ray]'") from None
+def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> list[Any]:
+    """The actors scoring with ``spec``: started (and the model loaded in each) on first use, then reused by every
+    later call of this process."""
+    import ray
+
     if not ray.is_initialized():
         ray.init(address=scale.address, **{"log_to_driver": False, **scale.init})
-    ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows one bar of sentences
     resources = ray.cluster_resources()
     gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
                                 max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
-    data = ray.data.from_items([{"text": t} for t in texts], override_num_blocks=math.ceil(len(texts) / scale.block))
-    scored = data.map_batches(RayWorker, fn_constructor_kwargs={"spec": spec, "threads": scale.cpus_per_worker, "budget": budget},
-                              batch_size=scale.block, batch_format="numpy",
-                              compute=ray.data.ActorPoolStrategy(size=workers),
-                              num_cpus=scale.cpus_per_worker, num_gpus=gpus)
-    for batch in scored.iter_batches(batch_size=None, batch_format="numpy"):
-        yield ({str(t): (float(total), json.loads(tokens))
-                for t, total, tokens in zip(batch["text"], batch["total"], batch["tokens"])}, int(batch["rows"].sum()))
+    key = json.dumps([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str)
+    if key not in _ACTORS:
+        info(f"starting {workers} Ray actor(s) for {spec.get('kind', 'the scorer')} ({scale.cpus_per_worker} CPU and "
+             f"{gpus:g} GPU each); they load the model once and score every set, shard and pass of this run")
+        actor = ray.remote(num_cpus=scale.cpus_per_worker, num_gpus=gpus)(RayWorker)
+        _ACTORS[key] = [actor.remote(spec, scale.cpus_per_worker, budget) for _ in range(workers)]
+    return _ACTORS[key]
+
+
+def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
+               budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
+    """Scores from the run's pool of scorer actors, block by block as each finishes."""
+    try:
+        from ray.util import ActorPool
+    except ImportError:
+        raise ConfigError("engine=ray needs Ray: pip install 'rescorer[ray]'") from None
+    pool = ActorPool(ray_actors(spec, scale, budget))
+    blocks = [list(texts[i : i + scale.block]) for i in range(0, len(texts), scale.block)]
+    yield from pool.map_unordered(lambda actor, block: actor.score.remote(block), blocks)
 
 
 def serve(spec: dict[str, Any], device: str, threads: int, budget: int | None, texts: list[str], out: Any) -> None:
