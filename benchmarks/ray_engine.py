@@ -1,5 +1,6 @@
 """Ray against the local engine on this machine: the same model, the same texts and the same CPUs (the local engine
-with 2 threads against 2 Ray actors of 1 CPU each), for the shipped student and a causal LM (SmolLM2-135M).
+with 2 threads against 2 Ray actors of 1 CPU each), for the shipped student and a causal LM (SmolLM2-135M), on
+real LibriSpeech hypotheses.
 
 For each scorer and engine, in a fresh process: the first call scores N texts (for Ray it also starts the cluster,
 the actors and their models: the start-up is its time less the time the same texts take once the actors are
@@ -21,7 +22,13 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "recipes" / "demo" / "data"
+sys.path.insert(0, str(ROOT))
+from rescorer.paths import data_root  # noqa: E402
+
+# real ESPnet LibriSpeech lists: the shared test_clean (2,620 utterances) where it is, else the shipped demo excerpt
+SHARED = data_root() / "librispeech-espnet-30best" / "test_clean"
+DEMO = ROOT / "recipes" / "demo" / "data" / "test_clean"
+SOURCE, REFS = (SHARED, SHARED / "references" / "ref_wer.trn") if SHARED.exists() else (DEMO, DEMO / "ref.trn")
 SCORE = """
 import json, sys, time, rescorer
 from rescorer.shipped import shipped_model
@@ -29,7 +36,7 @@ kind, model, engine, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv
 texts = json.loads(open(sys.argv[5]).read())
 first, second = texts[:count], texts[count : 2 * count]
 options = {"threads": 2} if engine == "local" else {
-    "scale": {"backend": "ray", "workers": 2, "cpus_per_worker": 1, "block": 64, "init": {"num_cpus": 2}}}
+    "scale": {"backend": "ray", "workers": 2, "cpus_per_worker": 1, "block": 32, "init": {"num_cpus": 2}}}
 scorer = rescorer.load_scorer(kind, shipped_model(model), progress=False, **options)
 start = time.perf_counter(); scorer.score(first); cold = time.perf_counter() - start
 start = time.perf_counter(); scorer.score(second); warm = time.perf_counter() - start
@@ -41,7 +48,7 @@ def texts(count: int) -> list[str]:
     """Distinct hypothesis texts of the demo, longest-first order not imposed."""
     import rescorer
 
-    found = dict.fromkeys(h.text for u in rescorer.read_nbest(DEMO / "dev_other") for h in u.hyps)
+    found = dict.fromkeys(h.text for u in rescorer.read_nbest(SOURCE) for h in u.hyps)
     return list(found)[:count]
 
 
@@ -75,7 +82,7 @@ def main(n_student: int, n_ll: int, utterances: int) -> None:
                          "ratio": round(local["warm_seconds"] / ray["warm_seconds"], 3),
                          "ray_startup_seconds": round(ray["cold_seconds"] - ray["warm_seconds"], 1)})
             print(rows[-1], flush=True)
-        demo = rescorer.read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
+        demo = rescorer.read_nbest(SOURCE, refs=REFS)
         cut = [u.with_hyps(u.hyps[:10]) for u in demo][:utterances]
         rescorer.rescore(sets={"dev": demo.with_utterances(cut[:100])},
                          scorers={"student": {"kind": "student", "model": shipped_model("student_mse")}},

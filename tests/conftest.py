@@ -3,6 +3,11 @@ file scores with (built once per session)."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +55,28 @@ def tiny_models(tmp_path_factory, tiny_causal) -> dict[str, Path]:
     texts = demo_texts()
     archs = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert", "llama")
     return {"gpt2": tiny_causal, **{a: build_model(a, "tiny", texts, root / a, vocab_size=800) for a in archs}}
+
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}  # a cluster of this machine's processes
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A Ray cluster of three processes on this machine (a head and two workers, one CPU each), as ``ray start``
+    makes one on real machines; its address."""
+    pytest.importorskip("ray", reason="engine=ray needs `pip install rescorer[ray]` (make setup installs it)")
+    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, **RAY_ENV}
+    start = [ray, "start", "--num-cpus=1", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
+    try:
+        subprocess.run([*start, "--head", f"--port={port}", "--include-dashboard=false"], check=True,
+                       capture_output=True, env=env, timeout=300)
+        for _ in range(2):
+            subprocess.run([*start, f"--address=127.0.0.1:{port}"], check=True, capture_output=True, env=env,
+                           timeout=300)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True, env=env, timeout=300)

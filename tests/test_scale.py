@@ -22,7 +22,7 @@ from rescorer.errors import ConfigError
 from rescorer.shipped import shipped_model
 from rescorer.store import ScoreStore
 
-from .conftest import needs_minilm
+from .conftest import RAY_ENV, needs_minilm
 from .models import demo_texts
 
 # 10 real LibriSpeech dev_other utterances × their 6 best hypotheses, scored with the shipped MLM's PLL
@@ -81,10 +81,9 @@ def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():
 
 @pytest.mark.slow
 @needs_minilm
-def test_ray_engine_scores_like_the_local_engine_and_resumes_after_the_driver_is_killed(tmp_path):
-    pytest.importorskip("ray.data", reason="engine=ray needs `pip install rescorer[ray]` (make setup installs it)")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    ray = ["engine=ray", "engine.scale.workers=2", "engine.scale.block=4", "+engine.scale.init.num_cpus=2"]
+def test_ray_engine_scores_like_the_local_engine_and_resumes_after_the_driver_is_killed(tmp_path, ray_cluster):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **RAY_ENV}
+    ray = ["engine=ray", f"engine.scale.address={ray_cluster}", "engine.scale.workers=2", "engine.scale.block=4"]
     subprocess.run(rescorer(tmp_path, "local"), check=True, env=env, capture_output=True, timeout=900)
     expected = stored(tmp_path / "local.sqlite")
 

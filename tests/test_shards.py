@@ -20,7 +20,7 @@ from rescorer.io import write_nbest
 from rescorer.pipeline.shards import chunks, shard_paths
 from rescorer.types import Hypothesis, NBest, Utterance
 
-from .conftest import DEMO, ROOT
+from .conftest import DEMO, RAY_ENV, ROOT
 
 FORMATS = ROOT / "tests" / "fixtures" / "formats"
 LL_CONTEXT = {"kind": "ll", "context": {"utterances": 2}}
@@ -207,35 +207,6 @@ def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "matches no file" in done.stderr, done.stderr
     assert not (tmp_path / "empty").exists()
-
-
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}  # a cluster of this machine's processes
-
-
-def ray_command() -> str:
-    return shutil.which("ray") or str(Path(sys.executable).parent / "ray")
-
-
-@pytest.fixture
-def ray_cluster():
-    """A Ray cluster of three processes on this machine (a head and two workers, one CPU each); its address."""
-    pytest.importorskip("ray", reason="engine=ray needs `pip install rescorer[ray]` (make setup installs it)")
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, **RAY_ENV}
-    start = [ray_command(), "start", "--num-cpus=1", "--disable-usage-stats"]
-    try:
-        subprocess.run([*start, "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--include-dashboard=false"],
-                       check=True, capture_output=True, env=env, timeout=300)
-        for _ in range(2):
-            subprocess.run([*start, f"--address=127.0.0.1:{port}", "--node-ip-address=127.0.0.1"], check=True,
-                           capture_output=True, env=env, timeout=300)
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([ray_command(), "stop", "--force"], capture_output=True, env=env, timeout=300)
 
 
 @pytest.mark.slow
