@@ -17,9 +17,10 @@ OPTIONS = {"pll": {"variant": "original"}, "ll": {}}  # what the peers compute
 
 def ours(kind: str, path: Path, texts: list[str], engine: dict[str, Any], repeats: int,
          options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Our engine's time on ``texts`` with ``engine`` settings (``scale``: through Ray / worker processes, their
-    start-up included) and the scorer's ``options`` (default: what the peers compute), with the rows, scored
-    tokens and model FLOPs; no store, so every run computes."""
+    """Our engine's time on ``texts`` with ``engine`` settings (``scale``: through worker processes, started within
+    the timed call, or Ray actors, started by the warm-up call and then reused as a run's later sets reuse them)
+    and the scorer's ``options`` (default: what the peers compute), with the rows, scored tokens and model FLOPs;
+    no store, so every run computes."""
     from ..engine import load_scorer
 
     options = OPTIONS[kind] if options is None else options

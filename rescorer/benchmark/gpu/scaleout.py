@@ -1,5 +1,6 @@
 """Stage 4: the same PLL work through one worker (a worker process; one Ray actor where Ray is installed) against
-the local engine on the same device; the worker's start-up is included, as a user's run pays it."""
+the local engine on the same device; a worker process starts within the timed call, as each call of a run pays it,
+and the Ray actor is started once by the warm-up, as a run's one pool of actors is."""
 from __future__ import annotations
 
 import importlib.util
