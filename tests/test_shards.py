@@ -225,3 +225,39 @@ def test_a_sharded_apply_on_a_three_process_ray_cluster_ranks_as_the_local_engin
         local, ray_ = (rescorer.read_nbest(tmp_path / out / "shards" / name) for out in ("local", "ray"))
         assert [[h.text for h in u.hyps] for u in ray_] == [[h.text for h in u.hyps] for u in local]
         np.testing.assert_allclose(ray_.column_array("rescore"), local.column_array("rescore"), atol=1e-4)
+
+
+TERMINATED_AFTER_ONE_SHARD = """
+import os, signal, sys
+from rescorer.cli import main
+from rescorer.pipeline import shards
+
+finish = shards.Job.finish
+
+def finish_then_terminate(self, *args):
+    finish(self, *args)
+    os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's timeout does, with the Ray actors at work
+
+shards.Job.finish = finish_then_terminate
+sys.argv = ["rescorer", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_sigterm_during_a_ray_apply_is_one_line_and_the_rerun_resumes(demo_shards, tuned, ray_cluster, tmp_path):
+    arguments = ["task=apply", f"task.tuned={tuned}", "engine.store=null", f"task.inputs={demo_shards / 'shards'}",
+                 f"out_dir={tmp_path / 'out'}", "engine=ray", f"engine.scale.address={ray_cluster}",
+                 "engine.scale.workers=2"]
+    env = {**os.environ, "CI": "1", **RAY_ENV}
+    done = subprocess.run([sys.executable, "-c", TERMINATED_AFTER_ONE_SHARD, *arguments], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert done.returncode == 143, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines() == ["rescorer: interrupted: rerun the same command to resume"]
+    assert len(list((tmp_path / "out" / "done").iterdir())) == 1
+    again = subprocess.run([sys.executable, "-m", "rescorer.cli", *arguments], capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    lines = [line for line in again.stdout.splitlines() if line.startswith("shard ")]
+    assert lines[0].startswith("shard 1/2 split0: 20 utterances") and lines[0].endswith("(finished before)")
+    assert lines[1].startswith("shard 2/2 split1: 20 utterances") and "finished before" not in lines[1]

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import queue
+import signal
+import threading
 import traceback
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -100,7 +103,7 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=scale.address, **{"log_to_driver": False, **scale.init})
+        start_ray(ray, scale)
     resources = ray.cluster_resources()
     gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
@@ -112,6 +115,18 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
         actor = ray.remote(num_cpus=scale.cpus_per_worker, num_gpus=gpus)(RayWorker)
         _ACTORS[key] = [actor.remote(spec, scale.cpus_per_worker, budget) for _ in range(workers)]
     return _ACTORS[key]
+
+
+def start_ray(ray: Any, scale: ScaleConfig) -> None:
+    """Join or start the Ray cluster, keeping this process's own Ctrl-C and SIGTERM handlers (Ray's would print
+    multi-line signal dumps instead of the run's one line)."""
+    caught = (signal.SIGINT, signal.SIGTERM)
+    handlers = {signum: signal.getsignal(signum) for signum in caught}
+    ray.init(address=scale.address, **{"log_to_driver": False, "logging_level": logging.ERROR, **scale.init})
+    if threading.current_thread() is threading.main_thread():
+        for signum, handler in handlers.items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
