@@ -261,3 +261,18 @@ def test_a_sigterm_during_a_ray_apply_is_one_line_and_the_rerun_resumes(demo_sha
     lines = [line for line in again.stdout.splitlines() if line.startswith("shard ")]
     assert lines[0].startswith("shard 1/2 split0: 20 utterances") and lines[0].endswith("(finished before)")
     assert lines[1].startswith("shard 2/2 split1: 20 utterances") and "finished before" not in lines[1]
+
+
+def test_shards_of_another_depth_than_the_tuning_lists_are_named_once_in_a_warning(demo_shards, tuned, tmp_path,
+                                                                                  caplog):
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    assert nbest.depth == 5
+    for name, depth in (("a.jsonl", 3), ("b.jsonl", 5), ("c.jsonl", 3)):
+        write_nbest(nbest.with_utterances([u.with_hyps(u.hyps[:depth]) for u in nbest][:4]), tmp_path / "in" / name)
+    report = rescorer.apply(None, tuned, inputs=tmp_path / "in", out_dir=tmp_path / "out",
+                            engine={"progress": False}).report
+    assert report.warnings == ["2 shard(s) (a.jsonl, c.jsonl): 3-best lists, but the weights were tuned on 5-best "
+                               "lists (dev): weights may not carry over to another depth (cut the lists with top=5, "
+                               "or re-tune on lists like these)"]
+    said = [r.getMessage() for r in caplog.records if "3-best lists" in r.getMessage()]
+    assert len(said) == 1 and "shard a.jsonl: 3-best" in said[0]  # said once while running, for the first one

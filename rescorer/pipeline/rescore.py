@@ -112,7 +112,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
     check_sets(sets, scorers)
     target = checked_out_dir(out_dir, sets, scorers, [source])
     metric = tuned.make_metric()
-    warnings = depth_warnings(sets, tuned)
+    warnings = depth_warnings({f"set {name}": nbest.depth for name, nbest in sets.items()}, tuned)
     for warning in warnings:
         warn(visible(warning))
     prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
@@ -142,12 +142,13 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
     return Rescored(report, {name: a.nbest for name, a in applied.items()}, tuned)
 
 
-def depth_warnings(sets: Mapping[str, NBest], tuned: Tuned) -> list[str]:
-    """A line for each set whose lists are deeper or shallower than those the weights were tuned on."""
+def depth_warnings(depths: Mapping[str, int], tuned: Tuned) -> list[str]:
+    """A line for each list (``{label: its depth}``: ``set test``, ``3 shards (…)``) deeper or shallower than those
+    the weights were tuned on."""
     depth = tuned.lists.get("depth")
-    return [f"set {name}: {nbest.depth}-best lists, but the weights were tuned on {depth}-best lists "
-            f"({tuned.tuned_on}): weights may not carry over to another depth (cut the lists with top={depth}, or "
-            "re-tune on lists like these)" for name, nbest in sets.items() if depth and nbest.depth != depth]
+    return [f"{label}: {found}-best lists, but the weights were tuned on {depth}-best lists ({tuned.tuned_on}): "
+            f"weights may not carry over to another depth (cut the lists with top={depth}, or re-tune on lists like "
+            "these)" for label, found in depths.items() if depth and found != depth]
 
 
 def check_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]) -> None:

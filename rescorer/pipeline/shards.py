@@ -22,7 +22,7 @@ from ..errors import ConfigError, NBestFormatError
 from ..files import special_kind, write_text
 from ..io import detect_format, read_nbest, with_rank, write_nbest
 from ..io.common import present
-from ..log import info
+from ..log import info, warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
 from ..report.html import write_html
@@ -31,6 +31,7 @@ from ..safetext import visible
 from ..types import NBest
 from .outputs import check_apart
 from .rerank import prepare, in_order, reranked
+from .rescore import depth_warnings
 from .tuned import Tuned
 
 SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
@@ -159,6 +160,7 @@ class ShardResult:
     entry: SetReport
     changes: list[Change]
     seconds: float
+    depth: int  # the most hypotheses of an utterance
 
 
 def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric, weights: np.ndarray,
@@ -177,7 +179,7 @@ def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer],
         utterances += new.utterances
     entry = SetReport(format=nbest.fmt, utterances=len(nbest), hypotheses=nbest.num_hypotheses,
                       references=False, changed_1best=count)
-    return nbest.with_utterances(utterances), ShardResult(entry, changes, time.perf_counter() - start)
+    return nbest.with_utterances(utterances), ShardResult(entry, changes, time.perf_counter() - start, nbest.depth)
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ class Job:
             same = (record["job"] == self.key and record["input"] == stamp(source)
                     and self.output(name).exists() and record["output"] == digest(self.output(name)))
             return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
-                               record["seconds"]) if same else None
+                               record["seconds"], record["depth"]) if same else None
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -212,6 +214,7 @@ class Job:
         result.entry.outputs = {"native": str(path)}
         write_text(self.record(name), json.dumps({
             "job": self.key, "input": stamp(source), "output": digest(path), "seconds": result.seconds,
+            "depth": result.depth,
             "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
 
 
@@ -260,7 +263,11 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
         result = job.finished(name, path)
         before = result is not None
         if result is None:
-            new, result = rerank_shard(with_rank(read_nbest(path, fmt)), tuned, scorers, metric, weights, chunk)
+            nbest = with_rank(read_nbest(path, fmt))
+            if not any(r.depth == nbest.depth for r in results.values()):  # each depth said once
+                for warning in depth_warnings({f"shard {name}": nbest.depth}, tuned):
+                    warn(visible(warning))
+            new, result = rerank_shard(nbest, tuned, scorers, metric, weights, chunk)
             job.finish(name, path, new, result)
             done_now += 1
         kept += before
@@ -281,17 +288,23 @@ def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned,
     shown = sum(len(r.changes) for r in results.values())
     if shown < total:
         notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
+    depths: dict[int, list[str]] = {}
+    for name, result in results.items():
+        depths.setdefault(result.depth, []).append(name)
+    warnings = depth_warnings({f"{len(names)} shard(s) ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})":
+                               depth for depth, names in depths.items()}, tuned)
     report = Report.of(task="apply", data=data, metric=metric, base=tuned.base, columns=tuned.columns,
                        weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
                        scorers={column: scorer.signature for column, scorer in scorers.items()},
-                       sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes)
+                       sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes,
+                       warnings=warnings)
     report.html = str(job.root / "report.html")
     written = report.to_json()
     changes = {name: r.changes for name, r in results.items()}
     write_html(job.root / "report.html", written, changes, None)
     table = [("utterances", "utterances"), ("hypotheses", "hypotheses"), ("changed_1best", "1-bests changed")]
     lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:20]
-    lines += [f"Note: {note}" for note in notes]
+    lines += [f"Note: {note}" for note in notes] + [f"Warning: {warning}" for warning in warnings]
     lines.append(f"Outputs in {job.root}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
                  "the changes.")
     write_report(job.root, written, table, f"{data}: {len(results)} shards re-ranked with "
