@@ -172,6 +172,11 @@ def test_inputs_are_a_glob_a_directory_a_list_file_or_paths(tmp_path):
         shard_paths(str(tmp_path / "*.nbest"))
     with pytest.raises(ConfigError, match="no such file or directory"):
         shard_paths([tmp_path / "missing.jsonl"])
+    hostile = tmp_path / "d" / "<b>\x1b[31m.jsonl"
+    hostile.write_text("{}\n")
+    with pytest.raises(ConfigError, match=r"cannot name a shard: use letters") as refused:
+        shard_paths(tmp_path / "d")
+    assert "\x1b" not in str(refused.value) and "<b>" in str(refused.value)
 
 
 def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, tuned, tmp_path):

@@ -22,6 +22,7 @@ from ..errors import ConfigError, NBestFormatError
 from ..files import special_kind, write_text
 from ..io import detect_format, read_nbest, with_rank, write_nbest
 from ..io.common import present
+from ..io.sets import SET_NAME
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
@@ -100,8 +101,9 @@ def output_names(paths: Sequence[Path]) -> dict[Path, str]:
     names: dict[str, Path] = {}
     for path in paths:
         name = path.name
-        if name in (JOB,) or name.startswith("."):
-            raise ConfigError(f"task.inputs: {path} cannot be written as out_dir/{SHARDS}/{name}: rename it")
+        if not SET_NAME.fullmatch(name):  # it names files and report rows: no markup, no control characters
+            raise ConfigError(f"task.inputs: {visible(str(path))} cannot name a shard: use letters, digits, '_', '-' "
+                              "and '.' in shard names, not starting with '.'")
         if name in names:
             raise ConfigError(f"task.inputs: {names[name]} and {path} have the same name, and each is written as "
                               f"out_dir/{SHARDS}/{name}: give the shards distinct names")
