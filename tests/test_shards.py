@@ -282,3 +282,15 @@ def test_shards_of_another_depth_than_the_tuning_lists_are_named_once_in_a_warni
     said = [r.getMessage() for r in caplog.records if "3-best lists" in r.getMessage()]
     assert sum("shard a.jsonl: 3-best" in line for line in said) == 1  # said once while running, for the first one
     assert not any("shard c.jsonl" in line for line in said)
+
+
+def test_the_terminal_shows_the_first_shards_and_how_many_more_the_report_has(demo_shards, tuned, tmp_path, caplog):
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    for k in range(22):
+        write_nbest(nbest.with_utterances(nbest.utterances[k : k + 1]), tmp_path / "in" / f"{k:02d}.jsonl")
+    caplog.set_level("INFO")
+    rescorer.apply(None, tuned, inputs=tmp_path / "in", out_dir=tmp_path / "out", engine={"progress": False})
+    table = next(r.getMessage() for r in caplog.records if "shards re-ranked with" in r.getMessage())
+    assert "19.jsonl" in table and "20.jsonl" not in table and "… 2 more in report.md" in table
+    rows = [line for line in (tmp_path / "out" / "report.md").read_text().splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 22 and rows[-1].startswith("| 21.jsonl |")  # the header and every shard

@@ -37,6 +37,7 @@ from .tuned import Tuned
 
 SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
+SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)
 CHUNK = 10_000  # utterances scored together (a recording is never split)
 LIST_BYTES = 64 << 20  # a list file is a few hundred thousand paths at most
 
@@ -305,10 +306,10 @@ def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned,
     changes = {name: r.changes for name, r in results.items()}
     write_html(job.root / "report.html", written, changes, None)
     table = [("utterances", "utterances"), ("hypotheses", "hypotheses"), ("changed_1best", "1-bests changed")]
-    lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:20]
+    lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:SHOWN]
     lines += [f"Note: {note}" for note in notes] + [f"Warning: {warning}" for warning in warnings]
     lines.append(f"Outputs in {job.root}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
                  "the changes.")
     write_report(job.root, written, table, f"{data}: {len(results)} shards re-ranked with "
-                 f"{', '.join(f'{k}={v:g}' for k, v in tuned.weights.items())}", notes=lines)
+                 f"{', '.join(f'{k}={v:g}' for k, v in tuned.weights.items())}", notes=lines, shown=SHOWN)
     return report
