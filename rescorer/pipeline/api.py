@@ -51,7 +51,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
             columns: Mapping[str, Mapping[str, Any] | None] | None = None,
             search: str | Mapping[str, Any] | Search = "fast", out_dir: str | Path | OutDir | None = None,
             engine: Mapping[str, Any] | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-            halves: int = 0, run: RunOptions | None = None) -> Rescored:
+            halves: int = 0, run: RunOptions | None = None, retune: Sequence[str] | str | None = None) -> Rescored:
     """Score every set with ``scorers``, tune the interpolation weights on one set, apply them to every set.
 
     :param sets: NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
@@ -63,6 +63,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param metric: ``wer`` (in percent), ``bleu`` (0–100), ``auto`` (BLEU for MT formats) or a Metric.
     :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
     :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
+    :param retune: input columns whose weights in the base are searched too (``["lm", "ctc"]``, ``"words"`` for a
+        length bonus, ``"all"``: every input column), each around the weight the toolkit gave it.
     :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
     :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).
@@ -101,7 +103,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
     return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base=base_column(base),
-                          columns=tuned, search=search, tune_on=tune_on, run=run, data=data, out_dir=out_dir)
+                          columns=tuned, search=search, tune_on=tune_on, run=run, data=data, out_dir=out_dir,
+                          retune=retune)
 
 
 def tuned_scorers(tuned: Tuned, given: Mapping[str, BoundScorer], engine: Mapping[str, Any] | None,

@@ -15,5 +15,5 @@ def run(cfg: Any) -> dict[str, Any]:
     sets, metric = read_sets(corpus)
     out_dir = out_dir_of(cfg, sets)
     return rescore(sets=sets, dev=task["tune_on"], scorers=scorers_of(cfg), metric=metric, base=task["base"],
-                   columns=task["columns"], search=search, out_dir=out_dir, run=run_options(cfg),
+                   columns=task["columns"], retune=task["retune"], search=search, out_dir=out_dir, run=run_options(cfg),
                    data=corpus.name).report.to_json()
