@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import ConfigError, UnknownNameError
+from .log import info
 from .paths import cache_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -53,6 +54,8 @@ def _build(target: Path, make) -> Path:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    info(f"rescorer: building the shipped model {target.name} once, into {target.parent} (under a minute; "
+         "later runs reuse it)")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

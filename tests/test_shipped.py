@@ -105,8 +105,11 @@ def test_a_student_ships_as_the_rows_training_changed_and_comes_back(tmp_path, t
 
 
 @needs_minilm
-def test_a_retrained_student_of_the_same_size_is_rebuilt(tmp_path, monkeypatch):
-    """The cache name hashes the whole asset: a student retrained to a file of the same size is not served stale."""
+def test_a_retrained_student_of_the_same_size_is_rebuilt_saying_so_once(tmp_path, monkeypatch, caplog):
+    """The cache name hashes the whole asset: a student retrained to a file of the same size is not served stale.
+    A build says so in one line (it takes seconds to a minute); a model built already is used without a word."""
+    import logging
+
     import shutil
 
     from rescorer import shipped
@@ -120,8 +123,13 @@ def test_a_retrained_student_of_the_same_size_is_rebuilt(tmp_path, monkeypatch):
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
     (tmp_path / "student_mse" / "README.md").write_text("edited")
-    second = shipped.student("student_mse")
+    with caplog.at_level(logging.INFO, logger="rescorer"):
+        second = shipped.student("student_mse")
+        assert shipped.student("student_mse") == second
     assert second != first and second.exists()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"rescorer: building the shipped model {second.name} once, into {second.parent} (under a minute; later runs "
+        "reuse it)"]
     (tmp_path / "student_mse" / "README.md").write_text("edited again")  # documentation is not the model
     assert shipped.student("student_mse") == second
 

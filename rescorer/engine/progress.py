@@ -1,11 +1,14 @@
 """Progress of a scoring run: a bar on a terminal; elsewhere a plain line every ``every`` seconds; and, once a
 short probe has run, one line with what is being scored and how long it will take (with a faster scorer to try
 when that is long), and at its end what it took. Time is measured in padded tokens, as batches are made: rows run
-longest first, so rows per second early on would overstate the wait."""
+longest first, so rows per second early on would overstate the wait. The rate is the recent one (the last quarter
+of the time so far): the first batches (warming up, allocating) would otherwise weigh on the estimate for the whole
+run."""
 from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from typing import Callable, TextIO
 
 from tqdm.auto import tqdm
@@ -14,6 +17,7 @@ PROBE_SECONDS = 3.0   # scoring time before the estimate is printed
 SHOW_ABOVE = 20.0     # an estimate shorter than this is not worth a line
 LONG = 600.0          # an estimate longer than this suggests the one-pass student
 FAST_KIND = "student"
+RECENT = 0.25         # the estimate's rate: tokens per second over this share of the time so far
 
 
 def duration(seconds: float) -> str:
@@ -44,6 +48,7 @@ class Progress:
                         file=self.stream)
         self.start = self.last = clock()
         self.rows_done = self.tokens_done = 0
+        self.samples: deque[tuple[float, int]] = deque([(self.start, 0)])  # (time, tokens done) in the window
         self.estimated = self.announced = False
 
     def update(self, rows: int, tokens: int) -> None:
@@ -51,6 +56,9 @@ class Progress:
         self.tokens_done += tokens
         self.bar.update(rows)
         now = self.clock()
+        self.samples.append((now, self.tokens_done))
+        while len(self.samples) > 2 and self.samples[1][0] <= now - RECENT * (now - self.start):
+            self.samples.popleft()  # the window only grows: a sample that left it never comes back
         if self.silent:
             return
         if not self.estimated and now - self.start >= PROBE_SECONDS:
@@ -62,7 +70,9 @@ class Progress:
                      f"{duration(now - self.start)} elapsed, about {duration(self.left(now))} left")
 
     def left(self, now: float) -> float:
-        rate = self.tokens_done / max(now - self.start, 1e-9)
+        """Seconds still to go at the recent rate (over the samples in the window and the one just before it)."""
+        since, tokens = self.samples[0]
+        rate = (self.tokens_done - tokens) / max(now - since, 1e-9)
         return (self.tokens - self.tokens_done) / max(rate, 1e-9)
 
     def estimate(self, now: float) -> None:

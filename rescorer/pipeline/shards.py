@@ -260,7 +260,9 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
     metric = tuned.make_metric()
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
     results: dict[str, ShardResult] = {}
-    begun, done_now, kept = time.perf_counter(), 0, 0
+    sizes = {path: input_bytes(path) for path in paths}  # the estimate: seconds per input byte re-ranked so far
+    total_bytes = sum(sizes.values())
+    begun, done_now, done_bytes, seen_bytes, kept = time.perf_counter(), 0, 0, 0, 0
     for k, path in enumerate(paths, 1):
         name = names[path]
         result = job.finished(name, path)
@@ -272,14 +274,20 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
                     warn(visible(warning))
             new, result = rerank_shard(nbest, tuned, scorers, metric, weights, chunk)
             job.finish(name, path, new, result)
-            done_now += 1
+            done_now, done_bytes = done_now + 1, done_bytes + sizes[path]
         kept += before
         results[name] = result
-        left = (time.perf_counter() - begun) / done_now * (len(paths) - k) if done_now else 0.0
+        seen_bytes += sizes[path]
+        left = (time.perf_counter() - begun) / max(done_bytes, 1) * (total_bytes - seen_bytes)
         info(f"shard {k}/{len(paths)} {visible(name)}: {result.entry.utterances:,} utterances, "
              f"{result.entry.changed_1best:,} 1-bests changed" + (" (finished before)" if before else "")
              + (f"; about {duration(left)} left" if done_now and k < len(paths) else ""))
     return write_job_report(job, results, tuned, metric, scorers, data, source, kept)
+
+
+def input_bytes(path: Path) -> int:
+    """The size of a shard: its file, or every file of a decode directory."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
 def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned, metric: Metric,
