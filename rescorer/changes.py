@@ -6,6 +6,7 @@ verdict "unknown".
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -35,6 +36,7 @@ class Change:
     after_score: float | None = None
     higher_is_better: bool = False
     metric: str = "wer"
+    view: str = ""  # how the metric compares the texts, and so how their differences are shown (:func:`compared`)
 
     @property
     def gain(self) -> float:
@@ -46,9 +48,40 @@ class Change:
         return self.before_score - self.after_score
 
 
+def metric_view(metric: str | Metric) -> str:
+    """How ``metric`` compares texts, as :func:`compared` reads it: ``""`` as written; ``standardize`` (WER's
+    jiwer transform); ``lowercase`` and/or ``tokenize:NAME`` (BLEU's options)."""
+    if getattr(metric, "name", metric) == "wer":
+        transform = getattr(metric, "transform", "default")
+        return "" if transform == "default" else transform
+    options = getattr(metric, "options", {})
+    parts = (["lowercase"] if options.get("lowercase") else []) + (
+        [f"tokenize:{options['tokenize']}"] if options.get("tokenize", "none") != "none" else [])
+    return "+".join(parts)
+
+
+def compared(text: str, view: str) -> str:
+    """``text`` as a metric of ``view`` (:func:`metric_view`) compares it: lower-cased and tokenised by BLEU's
+    options; WER transforms apply word by word in :func:`word_ops`."""
+    for part in view.split("+") if view and view not in WER_TRANSFORMS else ():
+        if part == "lowercase":
+            text = text.lower()
+        elif part.startswith("tokenize:"):
+            text = _tokenizer(part.split(":", 1)[1])(text)
+    return text
+
+
+@functools.lru_cache(maxsize=None)
+def _tokenizer(name: str):
+    return BLEU(tokenize=name).tokenizer
+
+
 def word_ops(ref: str, hyp: str, transform: str = "default") -> list[WordOp]:
     """The word alignment of ``hyp`` to ``ref`` as (op, ref words, hyp words), op one of equal, substitute,
-    insert, delete; either text may be empty."""
+    insert, delete; either text may be empty. ``transform``: a WER transform, or a BLEU view (:func:`metric_view`)
+    under which both texts are compared."""
+    if transform not in WER_TRANSFORMS:
+        ref, hyp, transform = compared(ref, transform), compared(hyp, transform), "default"
     words = WER_TRANSFORMS[transform]
     out = jiwer.process_words(ref, hyp, reference_transform=words, hypothesis_transform=words)
     r, h = out.references[0], out.hypotheses[0]
@@ -61,10 +94,11 @@ def word_errors(ref: str, hyp: str, transform: str = "default") -> int:
     return sum(max(len(r), len(h)) for op, r, h in word_ops(ref, hyp, transform) if op != "equal")
 
 
-def word_marks(ref: str, hyp: str) -> list[tuple[str, str | None, str | None]]:
-    """The alignment word by word: ``(op, reference word, hypothesis word)``, None where one side has none."""
+def word_marks(ref: str, hyp: str, view: str = "") -> list[tuple[str, str | None, str | None]]:
+    """The alignment word by word: ``(op, reference word, hypothesis word)``, None where one side has none, the
+    texts compared as the metric's ``view`` compares them (:func:`metric_view`)."""
     out: list[tuple[str, str | None, str | None]] = []
-    for op, r, h in word_ops(ref, hyp):
+    for op, r, h in word_ops(ref, hyp, view or "default"):
         if op in ("equal", "substitute"):
             out += [(op, a, b) for a, b in zip(r, h)]
         else:
@@ -75,11 +109,13 @@ def word_marks(ref: str, hyp: str) -> list[tuple[str, str | None, str | None]]:
 MARKS = {"equal": "{b}", "substitute": "[{a}→{b}]", "delete": "[-{a}]", "insert": "[+{b}]"}
 
 
-def marked(ref: str, hyp: str, context: int | None = None) -> str:
+def marked(ref: str, hyp: str, context: int | None = None, view: str = "") -> str:
     """``hyp`` on one line with its differences from ``ref`` marked: ``[a→b]`` reference word a written as b,
     ``[-a]`` a left out, ``[+b]`` b added; matching words as they are. With ``context``, only that many matching
-    words are kept either side of a difference (``…`` for the rest, ``= reference`` when nothing differs)."""
-    marks = word_marks(ref, hyp)
+    words are kept either side of a difference (``…`` for the rest, ``= reference`` when nothing differs). The
+    texts are compared as the metric's ``view`` compares them (:func:`metric_view`): a case difference is no
+    difference under a lower-cased BLEU."""
+    marks = word_marks(ref, hyp, view)
     differ = [i for i, (op, _, _) in enumerate(marks) if op != "equal"]
     if context is None or not marks:
         return " ".join(MARKS[op].format(a=a, b=b) for op, a, b in marks)
@@ -127,12 +163,13 @@ def changed(ids: Sequence[str], before: Sequence[str], after: Sequence[str], ref
     if not len(ids) == len(before) == len(after) == len(refs):
         raise ConfigError(f"{len(ids)} ids, {len(before)} before, {len(after)} after and {len(refs)} references")
     score, higher, name = _scorer(metric)
+    view = metric_view(metric)
     out = []
     for utt, ref, old, new in zip(ids, refs, before, after):
         if old == new:
             continue
         s0, s1 = (None, None) if ref is None else (score(ref, old), score(ref, new))
-        out.append(Change(utt, ref, old, new, verdict(s0, s1, higher), s0, s1, higher, name))
+        out.append(Change(utt, ref, old, new, verdict(s0, s1, higher), s0, s1, higher, name, view))
     return out
 
 

@@ -147,3 +147,47 @@ def test_bleu_says_before_scoring_when_case_or_tokenisation_differ_and_which_opt
     assert lowered.report.sets["dev"].baseline["bleu"] == pytest.approx(
         sacrebleu.corpus_bleu(firsts, [refs], lowercase=True).score)
     assert not any("lowercase" in r.getMessage() for r in caplog.records)
+
+
+def test_moses_output_given_as_own_data_is_scored_lowercased_by_default_as_sacrebleu_does(tmp_path):
+    """The Moses excerpt (lower-cased, tokenised output; cased references) as ``data=own``: BLEU compares without
+    case by default, says so in one line, and equals sacrebleu on the lower-cased files; the option turns it off."""
+    import json as jsonlib
+
+    from .test_validation import run_cli
+
+    root = need(MOSES)
+    own = ["task=evaluate", "data=own", f"data.sets.dev.nbest={root / 'nbest.out'}",
+           f"data.sets.dev.refs={root / 'reference.txt'}", "~data.sets.test"]
+    result = run_cli(*own, f"out_dir={tmp_path / 'lc'}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "BLEU with lowercase=true, force=true, as moses output is conventionally lower-cased" in result.stdout
+    assert "forgot to detokenize" not in result.stdout + result.stderr
+    nbest = rescorer.read_nbest(root / "nbest.out", refs=root / "reference.txt")
+    firsts, refs = nbest.select([0] * len(nbest)), nbest.refs()
+    assert refs != [r.lower() for r in refs] and firsts == [h.lower() for h in firsts]  # the mismatch is real
+    report = jsonlib.loads((tmp_path / "lc" / "report.json").read_text())
+    assert report["sets"]["dev"]["baseline"]["bleu"] == pytest.approx(
+        sacrebleu.corpus_bleu(firsts, [refs], lowercase=True).score, abs=1e-9)
+    cased = run_cli(*own, "+data.metric.lowercase=false", f"out_dir={tmp_path / 'cased'}", cwd=tmp_path)
+    report = jsonlib.loads((tmp_path / "cased" / "report.json").read_text())
+    assert report["sets"]["dev"]["baseline"]["bleu"] == pytest.approx(
+        sacrebleu.corpus_bleu(firsts, [refs], force=True).score, abs=1e-9)
+    assert "all lowercase but the references are not" in cased.stderr and "lowercase=true," not in cased.stdout
+
+
+def test_displayed_differences_are_the_ones_the_metric_counts():
+    """Under a lower-cased, 13a-tokenised BLEU, case and punctuation spacing are no difference in the marks; WER
+    (case-sensitive by default) still marks case."""
+    from rescorer.changes import changed, marked, metric_view
+    from rescorer.metrics import make_metric
+
+    bleu = make_metric("bleu", lowercase=True)
+    ref, before, after = "Europe is big, he said.", "europe is large , he said .", "europe is big , he said ."
+    (change,) = changed(["s1"], [before], [after], [ref], bleu)
+    assert change.view == metric_view(bleu) == "lowercase+tokenize:13a"
+    assert marked(ref, after, 2, change.view) == "= reference"
+    assert marked(ref, before, None, change.view) == "europe is [big→large] , he said ."
+    assert marked(ref, before).startswith("[Europe→europe] is ")  # as written: case and spacing differ too
+    (cased,) = changed(["s1"], [before], [after], [ref], make_metric("bleu"))
+    assert marked(ref, after, 2, cased.view) == "[Europe→europe] is big …"

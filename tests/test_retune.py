@@ -104,3 +104,30 @@ def test_retune_all_on_the_command_line_tunes_every_espnet_component(tmp_path):
     lines = typo.stderr.strip().splitlines()
     assert typo.returncode == 2 and len(lines) == 1 and "no input column 'lmm'" in lines[0]
     assert "decoder, ctc, lm, words" in lines[0] and not (tmp_path / "typo").exists()
+
+
+def noisy(utterances: int) -> NBest:
+    """Lists whose ``lm`` is noise, not part of ``score``: it says nothing of which hypothesis is right."""
+    rng = np.random.default_rng(2)
+    out = []
+    for u in range(utterances):
+        right, wrong = f"w{u} a b", f"w{u} a x"
+        first, second = (right, wrong) if u % 4 else (wrong, right)
+        lms = rng.normal(size=2)
+        hyps = tuple(Hypothesis(t, {"score": -1.0 - 0.1 * k, "decoder": -1.0 - 0.1 * k, "lm": lm})
+                     for k, (t, lm) in enumerate(zip((first, second), lms)))
+        out.append(Utterance(f"u{u}", hyps, right))
+    return NBest(out, fmt="jsonl")
+
+
+def test_auto_retunes_where_it_holds_on_half_splits_and_not_on_noise_or_small_sets():
+    helps = rescorer.rescore(sets={"dev": planted(600)}, base="score", bootstrap=10)
+    forced = rescorer.rescore(sets={"dev": planted(600)}, base="score", retune="all", bootstrap=10)
+    assert helps.weights == forced.weights and set(helps.weights) == {"decoder", "lm"}
+    assert any(n.startswith("task.retune=auto: tuning decoder, lm beside the LM columns did better on the held half "
+                            "of 20 of 20") and n.endswith(": re-tuned") for n in helps.report.notes)
+    noise = rescorer.rescore(sets={"dev": noisy(600)}, base="score", bootstrap=10)
+    assert noise.weights == {} and any("not re-tuned (at least 15 needed" in n for n in noise.report.notes)
+    small = rescorer.rescore(sets={"dev": planted(60)}, base="score", bootstrap=10)
+    assert small.weights == {} and any("too few (< 500)" in n and "task.retune=[lm]" in n for n in small.report.notes)
+    assert rescorer.rescore(sets={"dev": planted(600)}, base="score", retune=None, bootstrap=10).weights == {}

@@ -30,6 +30,11 @@ def metric_for(name: str, formats: Iterable[str]) -> str:
     return "bleu" if any(facts(fmt).translation for fmt in formats) else "wer"
 
 
+def metric_defaults(name: str, formats: Iterable[str]) -> dict[str, object]:
+    """The options metric ``name`` takes by default for lists of ``formats`` (BLEU of Moses output: lower-cased)."""
+    return {k: v for fmt in formats for k, v in facts(fmt).bleu_defaults} if name == "bleu" else {}
+
+
 def detect_format(path: str | Path) -> str:
     """Guess the format of ``path`` from its layout and first lines."""
     path = Path(path)
@@ -169,4 +174,5 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
 
 
 __all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "attach_refs", "check_nbest", "detect_format",
-           "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "register", "with_rank", "write_nbest"]
+           "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "register",
+           "with_rank", "write_nbest"]

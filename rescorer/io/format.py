@@ -17,6 +17,10 @@ class Format:
     write: Callable[..., None]
     translation: bool = False
     """An MT format: scored with BLEU unless the metric is named."""
+    bleu_defaults: tuple[tuple[str, object], ...] = ()
+    """BLEU options its output calls for unless configured (``(option, value)`` pairs). Moses output is lower-cased
+    and tokenised by convention: ``lowercase`` true, and ``force`` (sacrebleu's own "forgot to detokenize?"
+    warning off: rescorer says so itself when the references are not tokenised alike)."""
     base: tuple[str, ...] = ("score",)
     """The columns the toolkit ranks by, in order of preference: the base (weight 1) LM columns are added to."""
     per_token: str = ""

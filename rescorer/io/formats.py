@@ -55,7 +55,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("moses", read_moses, write_moses, **MOSES),
+    Format("moses", read_moses, write_moses, bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
     Format("marian", read_moses, functools.partial(write_moses, style="marian"), **MOSES),
     Format("sockeye", read_sockeye, write_sockeye, translation=True,
            per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),

@@ -7,13 +7,14 @@ from typing import Any, Mapping, Sequence, Union
 from ..combine import Column, Search
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
-from ..io import REGISTRY, check_nbest, metric_for, with_rank
+from ..io import REGISTRY, check_nbest, with_rank
 from ..io.sets import SUBSET, NBestSet
-from ..metrics import Metric, make_metric
+from ..metrics import Metric
 from ..types import NBest
 from ..options import FLAG, TEXT, Option, RunOptions, checked
 from .outputs import OutDir, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
+from .sets import metric_of
 from .portable import Models
 from .shards import CHUNK, apply_shards, shard_paths
 from .tuned import Tuned
@@ -51,7 +52,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
             columns: Mapping[str, Mapping[str, Any] | None] | None = None,
             search: str | Mapping[str, Any] | Search = "fast", out_dir: str | Path | OutDir | None = None,
             engine: Mapping[str, Any] | None = None, bootstrap: int = 1000, seed: int = 0, data: str = "data",
-            halves: int = 0, run: RunOptions | None = None, retune: Sequence[str] | str | None = None) -> Rescored:
+            halves: int = 0, run: RunOptions | None = None, retune: Sequence[str] | str | None = "auto") -> Rescored:
     """Score every set with ``scorers``, tune the interpolation weights on one set, apply them to every set.
 
     :param sets: NBests, paths, or NBestSet options, by name; a set without references is re-ranked and counted,
@@ -64,7 +65,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
     :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
     :param retune: input columns whose weights in the base are searched too (``["lm", "ctc"]``, ``"words"`` for a
-        length bonus, ``"all"``: every input column), each around the weight the toolkit gave it.
+        length bonus, ``"all"``: every input column), each around the weight the toolkit gave it; ``"auto"``: every
+        input column if that does better on held halves of a tuning set of ≥ 500 utterances; None: none.
     :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
     :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).
@@ -97,7 +99,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     search = Search.of(search)
     named, tune_on = with_dev({name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}, dev)
     if not isinstance(metric, Metric):
-        metric = make_metric(metric_for(metric, (n.fmt for n in named.values())))
+        metric = metric_of(metric, (n.fmt for n in named.values()), {})
     loaded = {name: s for name, s in (scorers or {}).items() if isinstance(s, BoundScorer)}
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))

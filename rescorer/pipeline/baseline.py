@@ -4,8 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from ..log import warning as warn
 from ..metrics import Metric, NBestStats
 from ..report import EvaluatedSet, Evaluation, write_report
+from ..safetext import visible
 from ..types import NBest
 from ..version import TOOL, signature
 from .outputs import OutDir, checked_out_dir, run_dir
@@ -16,6 +18,8 @@ def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path | Ou
     target = checked_out_dir(out_dir, sets, {})
     entries = {}
     for name, nbest in sets.items():
+        for mismatch in metric.mismatches(nbest.refs(), nbest.select([0] * len(nbest))):
+            warn(visible(f"{name}: {mismatch}"))
         stats = NBestStats.compute(nbest, metric)
         entries[name] = EvaluatedSet(
             format=nbest.fmt, path=nbest.source, utterances=len(nbest), hypotheses=nbest.num_hypotheses,

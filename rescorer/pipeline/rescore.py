@@ -6,7 +6,7 @@ rescored and oracle WER/BLEU with the paired-bootstrap 95% interval of the chang
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -14,8 +14,6 @@ import numpy as np
 
 from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
-from ..combine.interpolate import best_ranks
-from ..combine.retune import alone_ranks, with_retuned
 from ..engine import BoundScorer
 from ..errors import ConfigError
 from ..io import check_nbest, natural_base
@@ -28,6 +26,7 @@ from .outputs import OutDir, checked_out_dir
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, apply_all, in_order, prepare
 from .results import write_results
+from .retuning import AUTO, decided, plan, retuned_alone
 from .scales import match_scales, search_warnings
 from .scoring import check_contexts, context_notes
 from .sets import tuning_set
@@ -71,12 +70,13 @@ class Rescored:
 def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, *,
                    base: Column | None = None, columns: Sequence[Column] | None = None, search: Search = Search(),
                    tune_on: str | None = None, run: RunOptions = RunOptions(), data: str = "data",
-                   out_dir: str | Path | OutDir | None = None, retune: Sequence[str] | str | None = None) -> Rescored:
+                   out_dir: str | Path | OutDir | None = None, retune: Sequence[str] | str | None = AUTO) -> Rescored:
     """Tune on one set (it needs references), then apply the tuned rescorer to every set as :func:`apply_tuned`
     does; also written under ``out_dir`` if given. ``base`` (weight 1) defaults to the column the format ranks by;
     ``auto`` penalties match LM columns to a per-token base; ``run.halves`` > 0 adds that many random half-splits
     of the tuning set comparing the fast and robust rules. ``retune`` names input columns (or ``all``) whose weights
-    in the base are searched too (:mod:`rescorer.combine.retune`). ``out_dir`` may not hold what the run reads (the
+    in the base are searched too (:mod:`rescorer.combine.retune`); ``auto``: all of them where that holds on the
+    tuning set's own half-splits (:mod:`rescorer.pipeline.retuning`). ``out_dir`` may not hold what the run reads (the
     sets' files, the scorers' store) unless it was checked already (an :class:`OutDir`)."""
     check_sets(sets, scorers)
     target = checked_out_dir(out_dir, sets, scorers)
@@ -86,9 +86,11 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     mismatched = metric.mismatches(sets[dev].refs(), sets[dev].select([0] * len(sets[dev])))
     for warning in mismatched:  # before any scoring: the user may stop and fix the option
         warn(visible(warning))
-    columns, retuning = with_retuned(columns or default_columns(list(scorers)), sets[dev], base, retune, list(scorers))
-    columns, notes = match_scales(columns, base, sets[dev], list(scorers))
+    retuning = plan(columns or default_columns(list(scorers)), sets[dev], base, retune, list(scorers))
+    columns, notes = match_scales(retuning.columns, base, sets[dev], list(scorers))
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
+    retuning, prepared = decided(replace(retuning, columns=columns), prepared, dev, metric, run.seed)
+    columns = retuning.columns
     result = tune(prepared[dev], columns, search)
     found = search_warnings(result, columns)
     for warning in found:
@@ -101,10 +103,9 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     summary = SearchSummary(method=result.method, settings=result.evaluated, seconds=result.seconds,
                             dev=metric.scale * result.dev,
                             dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
-    alone = retuned_alone(prepared, columns, result.weights, [c.name for c in columns if c.name not in scorers],
-                          metric, dev) if retuning else []
+    alone = retuned_alone(prepared, columns, result.weights, retuning.retuned, metric, dev)
     return apply_prepared(sets, prepared, tuned, scorers, metric, run=run, data=data, out_dir=target, result=result,
-                          search=summary, halves=study, notes=notes + retuning + alone + context_notes(scorers, sets),
+                          search=summary, halves=study, notes=notes + retuning.notes + alone + context_notes(scorers, sets),
                           warnings=[*mismatched, *found])
 
 
@@ -145,29 +146,6 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
         title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
         write_results(out_dir, report, applied, metric, tuned, title, result)
     return Rescored(report, {name: a.nbest for name, a in applied.items()}, tuned)
-
-
-def retuned_alone(prepared: Mapping[str, ScoredSet], columns: Sequence[Column], weights: Mapping[str, float],
-                  retuned: Sequence[str], metric: Metric, dev: str) -> list[str]:
-    """What the re-tuned input columns do by themselves (every LM weight 0) on each judged set, beside the whole
-    change; on the tuning set, whether they alone explain most of the gain."""
-    full = np.array([weights[c.name] for c in columns])
-    parts, share = [], None
-    for name, scored in prepared.items():
-        if scored.stats is None:
-            continue
-        before, after, alone = (metric.scale * scored.stats.score(ranks) for ranks in (
-            scored.stats.baseline_ranks(), best_ranks(scored.features, full),
-            alone_ranks(scored.features, columns, full, retuned)))
-        parts.append(f"{name} {before:.2f} → {alone:.2f} (with the LMs → {after:.2f})")
-        if name == dev and after != before:
-            share = (alone - before) / (after - before)
-    note = (f"the re-tuned column(s) {', '.join(retuned)} alone, every LM weight 0: {metric.name.upper()} "
-            + "; ".join(parts))
-    if share is not None and share >= 0.5:
-        note += (f". On {dev} they alone give {share:.0%} of the change: most of the gain is the toolkit's own "
-                 "weights re-tuned, not the LM")
-    return [note] if parts else []
 
 
 def depth_warnings(depths: Mapping[str, int], tuned: Tuned) -> list[str]:

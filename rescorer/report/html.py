@@ -88,13 +88,13 @@ JS_BODY = """(function () {
 })();"""
 
 
-def words(ref: str, hyp: str, against: str = "reference") -> str:
+def words(ref: str, hyp: str, against: str = "reference", view: str = "") -> str:
     """``hyp`` as HTML, its words marked against ``ref`` (named ``against`` in tooltips): substituted, inserted,
-    and ``ref`` words left out."""
+    and ``ref`` words left out, compared as the metric's ``view`` compares them."""
     where = for_html(against)
     html = {"equal": "{b}", "substitute": f'<span class="sub" title="{where}: {{a}}">{{b}}</span>',
             "insert": '<ins class="ins" title="added">{b}</ins>', "delete": '<del class="del" title="left out">{a}</del>'}
-    out = [html[op].format(a=for_html(a or ""), b=for_html(b or "")) for op, a, b in word_marks(ref, hyp)]
+    out = [html[op].format(a=for_html(a or ""), b=for_html(b or "")) for op, a, b in word_marks(ref, hyp, view)]
     return " ".join(out) or '<span class="note">(empty)</span>'
 
 
@@ -145,10 +145,11 @@ def change_item(change: Change) -> str:
     if change.ref is None:
         rows = [("reference", '<span class="note">(none: after is marked against before)</span>'),
                 ("before", for_html(change.before) or '<span class="note">(empty)</span>'),
-                ("after", words(change.before, change.after, "before"))]
+                ("after", words(change.before, change.after, "before", change.view))]
     else:
         rows = [("reference", for_html(change.ref) or '<span class="note">(empty)</span>'),
-                ("before", words(change.ref, change.before)), ("after", words(change.ref, change.after))]
+                ("before", words(change.ref, change.before, view=change.view)),
+                ("after", words(change.ref, change.after, view=change.view))]
     verdict = for_html(change.verdict)
     body = "".join(f'<div class="row"><span class="lab">{lab}</span><span class="txt">{text}</span></div>'
                    for lab, text in rows)

@@ -38,10 +38,11 @@ def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
         lines.append("  changed 1-bests, without references: [before→after], [-left out], [+added]")
     for change in examples(short, k):
         if change.ref is None:
-            lines.append(f"  {change.id}: {marked(change.before, change.after, CONTEXT)}")
+            lines.append(f"  {change.id}: {marked(change.before, change.after, CONTEXT, change.view)}")
             continue
-        lines += [f"  {change.id} ({change.verdict}):", f"    before: {marked(change.ref, change.before, CONTEXT)}",
-                  f"    after:  {marked(change.ref, change.after, CONTEXT)}"]
+        lines += [f"  {change.id} ({change.verdict}):",
+                  f"    before: {marked(change.ref, change.before, CONTEXT, change.view)}",
+                  f"    after:  {marked(change.ref, change.after, CONTEXT, change.view)}"]
     return lines
 
 
