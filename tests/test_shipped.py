@@ -124,6 +124,7 @@ def test_a_retrained_student_of_the_same_size_is_rebuilt_saying_so_once(tmp_path
     weights.write_bytes(bytes(data))
     (tmp_path / "student_mse" / "README.md").write_text("edited")
     with caplog.at_level(logging.INFO, logger="rescorer"):
+        caplog.clear()
         second = shipped.student("student_mse")
         assert shipped.student("student_mse") == second
     assert second != first and second.exists()

@@ -64,9 +64,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param metric: ``wer`` (in percent), ``bleu`` (0–100), ``auto`` (BLEU for MT formats) or a Metric.
     :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
     :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
-    :param retune: input columns whose weights in the base are searched too (``["lm", "ctc"]``, ``"words"`` for a
-        length bonus, ``"all"``: every input column), each around the weight the toolkit gave it; ``"auto"``: every
-        input column if that does better on held halves of a tuning set of ≥ 500 utterances; None: none.
+    :param retune: the toolkit's own columns re-tuned too (``["lm", "ctc"]``, ``"words"``, ``"all"``, None), or
+        ``"auto"``: all where that holds on held halves of a tuning set of ≥ 500 utterances.
     :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
     :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).
