@@ -170,7 +170,7 @@ def test_readme_command_composes(line, command, tmp_path):
     """Every README `rescorer` command composes its config (`--cfg job`: keys and groups exist, values parse);
     every `make` command names a target the Makefile has (`make -n`)."""
     if command.startswith("make ") and shutil.which("make") is None:
-        pytest.skip("make is not installed")
+        pytest.skip("make is not installed (Debian: apt-get install make)")
     result = composes(command, tmp_path)
     assert result.returncode == 0, f"README.md:{line}: {command}\n{result.stderr[-2000:]}"
 

@@ -29,13 +29,16 @@ KEYS = {  # what a GPU run writes, stage by stage: the rehearsal must write exac
 
 def gpu_script(out: Path, tmp: Path) -> subprocess.CompletedProcess:
     """The script as a GPU machine runs it, in rehearsal; its budget is far over what the rehearsal needs, so that
-    no stage meets its cap however busy the machine is (caps are tested without timing, below)."""
+    no stage meets its cap however busy the machine is (caps are tested without timing, below). Its scale-out stage
+    starts a Ray of its own, as on the bare GPU machine, even when a Ray cluster runs here (``ray.init()`` would
+    join it)."""
     env = {**os.environ, "GPU_REHEARSAL": "1", "PYTHON": sys.executable, "GPU_CACHE": str(tmp / "models"),
-           "GPU_BUDGET": "36000"}
+           "GPU_BUDGET": "36000", "RAY_ADDRESS": "local"}  # its own Ray, not the suite's test cluster
     return subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh"), str(out)], capture_output=True, text=True,
                           env=env, timeout=3600, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.xdist_group("ray")  # Ray is one per machine: its tests run one after another
 @pytest.mark.slow
 def test_the_rehearsal_writes_every_stage_with_the_keys_of_a_gpu_run_and_its_figures_hold(tmp_path):
     out = tmp_path / "out"
@@ -71,7 +74,9 @@ def test_the_rehearsal_writes_every_stage_with_the_keys_of_a_gpu_run_and_its_fig
     speed = run["speed"]
     for figure in ("pll", "ll_gpt2", "ll_gpt2_shared", "ll_1b", "ll_1b_shared", "student"):
         assert speed[figure]["hyps_per_s"] == pytest.approx(speed[figure]["hypotheses"] / speed[figure]["seconds"])
-        assert 0 < speed[figure]["mfu"] < 1.5, figure  # against this CPU's own measured fp32 product rate
+        # against this CPU's own measured fp32 product rate; on a shared CPU (the suite runs on every core) the
+        # product and the model are timed at different moments, so the bound only catches a unit gone wrong
+        assert 0 < speed[figure]["mfu"] < 5, figure
     assert speed["pll"]["rows"] == speed["pll"]["tokens"]  # PLL original: one masked copy per token
     assert speed["ll_gpt2_shared"]["rows"] < speed["ll_gpt2"]["rows"] == speed["ll_gpt2"]["hypotheses"]
     assert speed["pll_minicons"]["speedup"] > 0 and speed["pll_minicons"]["best"].startswith("minicons b=")

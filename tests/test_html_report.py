@@ -19,7 +19,7 @@ from rescorer.metrics import NBestStats, WER, paired_bootstrap
 
 DEMO = Path(__file__).resolve().parent.parent / "recipes" / "demo" / "data"
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_browser = pytest.mark.skipif(BROWSER is None, reason="no chromium or chromium-browser binary on PATH")
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no chromium or chromium-browser binary on PATH (Debian: apt-get install chromium)")
 HOSTILE = 'A <script>alert("x")</script> & "QUOTED" \'WORDS\''
 
 

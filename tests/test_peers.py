@@ -8,7 +8,7 @@ from rescorer import load_scorer
 
 from .test_scorers import TEXTS
 
-minicons = pytest.importorskip("minicons.scorer", reason="minicons (the peer) is not installed")
+minicons = pytest.importorskip("minicons.scorer", reason="minicons (the peer) is not installed (make setup installs it)")
 PEER_TEXTS = [t for t in TEXTS if t]  # minicons cannot score an empty text
 
 

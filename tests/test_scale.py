@@ -79,6 +79,7 @@ def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():
     assert scaled_result.stats.rows_computed == local_result.stats.rows_computed > 0
 
 
+@pytest.mark.xdist_group("ray")  # Ray is one per machine: its tests run one after another
 @pytest.mark.slow
 @needs_minilm
 def test_ray_engine_scores_like_the_local_engine_and_resumes_after_the_driver_is_killed(tmp_path, ray_cluster):

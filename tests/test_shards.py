@@ -214,6 +214,7 @@ def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a
     assert not (tmp_path / "empty").exists()
 
 
+@pytest.mark.xdist_group("ray")  # Ray is one per machine: its tests run one after another
 @pytest.mark.slow
 def test_a_sharded_apply_on_a_three_process_ray_cluster_ranks_as_the_local_engine(demo_shards, tuned, ray_cluster,
                                                                                   tmp_path):
@@ -249,6 +250,7 @@ main()
 """
 
 
+@pytest.mark.xdist_group("ray")  # Ray is one per machine: its tests run one after another
 @pytest.mark.slow
 def test_a_sigterm_during_a_ray_apply_is_one_line_and_the_rerun_resumes(demo_shards, tuned, ray_cluster, tmp_path):
     arguments = ["task=apply", f"task.tuned={tuned}", "engine.store=null", f"task.inputs={demo_shards / 'shards'}",
