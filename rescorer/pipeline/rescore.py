@@ -17,7 +17,7 @@ from ..combine.heldout import half_splits
 from ..engine import BoundScorer
 from ..errors import ConfigError
 from ..io import check_nbest, natural_base
-from ..log import warning as warn
+from ..log import info, warning as warn
 from ..metrics import Metric
 from ..options import MAPPING, RunOptions
 from ..safetext import visible
@@ -95,6 +95,8 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     found = search_warnings(result, columns)
     for warning in found:
         warn(visible(warning))
+    if run.halves:
+        info(f"rescorer: task.halves={run.halves}: tuning on {run.halves} random halves of {dev}, judging the others")
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
                         {"fast": Search("fast"), "robust": Search("robust")}, run.halves, run.seed) if run.halves else None
     tuned = Tuned.of(base, columns, result.weights, metric, scorers, tuned_on=dev, data=data, search=result.method,

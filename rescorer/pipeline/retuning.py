@@ -12,6 +12,7 @@ from ..combine import Column, Search
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
 from ..combine.retune import ALL, alone_ranks, with_retuned
+from ..log import info
 from ..metrics import Metric
 from ..types import NBest
 from .rerank import ScoredSet
@@ -57,6 +58,8 @@ def decided(retuning: Retuning, prepared: Mapping[str, ScoredSet], dev: str, met
     if not retuning.auto:
         return retuning, prepared
     scored = prepared[dev]
+    info(f"rescorer: task.retune=auto: tuning with and without {', '.join(retuning.retuned)} on {AUTO_SPLITS} random "
+         f"half-splits of {dev} to see whether re-tuning them holds")
     fixed = [replace(c, range=(0.0, 0.0), step=1.0) if c.name in retuning.retuned else c for c in retuning.columns]
     fast = {"fast": Search("fast")}
     held = [np.array(half_splits(scored.features, scored.stats, columns, fast, AUTO_SPLITS, seed)["fast"]["deltas"])
