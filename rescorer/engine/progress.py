@@ -13,7 +13,9 @@ from typing import Callable, TextIO
 
 from tqdm.auto import tqdm
 
-PROBE_SECONDS = 3.0   # scoring time before the estimate is printed
+PROBE_SECONDS = 3.0   # scoring time before the estimate is printed, at the earliest …
+PROBE_SHARE = 0.1     # … once this share of the tokens is done (the first batches warm up and run slower) …
+PROBE_LATEST = 10.0   # … or after this many seconds, whichever comes first
 SHOW_ABOVE = 20.0     # an estimate shorter than this is not worth a line
 LONG = 600.0          # an estimate longer than this suggests the one-pass student
 FAST_KIND = "student"
@@ -61,7 +63,8 @@ class Progress:
             self.samples.popleft()  # the window only grows: a sample that left it never comes back
         if self.silent:
             return
-        if not self.estimated and now - self.start >= PROBE_SECONDS:
+        probed = now - self.start >= PROBE_SECONDS and self.tokens_done >= PROBE_SHARE * self.tokens
+        if not self.estimated and (probed or now - self.start >= PROBE_LATEST):
             self.estimated = True
             self.estimate(now)
         if self.plain and now - self.last >= self.every:
