@@ -149,6 +149,7 @@ def test_bleu_says_before_scoring_when_case_or_tokenisation_differ_and_which_opt
     assert not any("lowercase" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_moses_output_given_as_own_data_is_scored_lowercased_by_default_as_sacrebleu_does(tmp_path):
     """The Moses excerpt (lower-cased, tokenised output; cased references) as ``data=own``: BLEU compares without
     case by default, says so in one line, and equals sacrebleu on the lower-cased files; the option turns it off."""

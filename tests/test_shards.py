@@ -199,6 +199,7 @@ def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, 
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me" and not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a_line(demo_shards, tuned,
                                                                                         tmp_path):
     command = [sys.executable, "-m", "rescorer.cli", "task=apply", f"task.tuned={tuned}", "engine.store=null"]
