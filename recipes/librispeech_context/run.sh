@@ -42,7 +42,7 @@ scorers=$(IFS=,; echo "[${shipped[*]}]")
 tune_one() {  # tune_one SYSTEM COLUMN... [-- OVERRIDE...]: ESPnet's score + the columns' weights tuned on dev_other
   local system=$1 columns="" column; shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do columns+="$1: {range: [0, 1], step: 0.05}, "; shift; done
-  "$rescorer" "${common[@]}" task=rescore data=converted "data.root=$exp/scored" 'scorer=[]' "search=$search" \
+  "$rescorer" "${common[@]}" task=rescore task.retune=null data=converted "data.root=$exp/scored" 'scorer=[]' "search=$search" \
     task.base.name=score "task.columns={${columns%, }}" task.halves=20 "out_dir=$exp/tune/$system" "${@:2}"
 }
 

@@ -31,7 +31,7 @@ scorers=$(IFS=,; echo "[${lms[*]}]")
 tune_one() {  # tune_one SYSTEM COLUMN...: ESPnet's score + the columns' weights tuned on dev_other
   local system=$1 columns="" column; shift
   for column in "$@"; do columns+="$column: {range: [0, 1], step: 0.05}, "; done
-  "$rescorer" "${common[@]}" task=rescore data=converted "data.root=$exp/scored" 'scorer=[]' "search=$search" \
+  "$rescorer" "${common[@]}" task=rescore task.retune=null data=converted "data.root=$exp/scored" 'scorer=[]' "search=$search" \
     task.base.name=score "task.columns={${columns%, }}" "out_dir=$exp/tune/$system"
 }
 

@@ -17,7 +17,7 @@ tune() {
     "out_dir=$exp/tune/moses"
   "$rescorer" "${common[@]}" +experiment=moses_ll data=converted "data.root=$exp/scored" 'scorer=[]' \
     "out_dir=$exp/tune/moses_ll"
-  "$rescorer" "${common[@]}" task=rescore data=converted "data.root=$exp/scored" 'scorer=[]' task.base.name=total \
+  "$rescorer" "${common[@]}" task=rescore task.retune=null data=converted "data.root=$exp/scored" 'scorer=[]' task.base.name=total \
     'task.columns={ll_ctx: {range: [0, 0.2], step: 0.005}}' "out_dir=$exp/tune/moses_ll_ctx"
 }
 
