@@ -82,7 +82,7 @@ def test_retuning_lm_picks_the_change_a_naive_loop_with_jiwer_picks():
 @pytest.mark.parametrize("retune, message", [
     (["score"], "'score' is the base column (weight 1); re-tune its parts instead (choose from decoder, lm, words)"),
     (["nope"], "task.retune: no input column 'nope' in the tuning set (choose from decoder, lm, words, or all)"),
-    ([3], "task.retune must be input column names (e.g. [lm, ctc, words]) or all, not [3]"),
+    ([3], "task.retune must be input column names (e.g. [lm, ctc, words]), all, auto or null, not [3]"),
 ])
 def test_a_wrong_retune_is_one_line_with_the_columns_to_choose_from(retune, message):
     with pytest.raises(ConfigError) as error:

@@ -44,7 +44,7 @@ def retune_names(nbest: NBest, base: Column, requested: Sequence[str] | str, lm_
     if isinstance(requested, str):
         requested = requested if requested == ALL else [requested]
     if not (requested == ALL or isinstance(requested, (list, tuple)) and all(isinstance(n, str) for n in requested)):
-        raise ConfigError(f"task.retune must be input column names (e.g. [lm, ctc, words]) or {ALL}, "
+        raise ConfigError(f"task.retune must be input column names (e.g. [lm, ctc, words]), {ALL}, auto or null, "
                           f"not {requested!r}")
     inputs = [c for c in nbest.columns if c != base.name and c not in lm_columns]
     names = inputs if requested == ALL else list(requested)

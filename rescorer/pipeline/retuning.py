@@ -105,7 +105,7 @@ def retuned_alone(prepared: Mapping[str, ScoredSet], columns: Sequence[Column], 
             share = (alone - before) / (after - before)
     note = (f"the re-tuned column(s) {', '.join(retuned)} alone, every LM weight 0: {metric.name.upper()} "
             + "; ".join(parts))
-    if share is not None and share >= 0.5:
+    if share is not None and share > 0.5:
         note += (f". On {dev} they alone give {share:.0%} of the change: most of the gain is the toolkit's own "
                  "weights re-tuned, not the LM")
     return [note] if parts else []
