@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..scorers.base import Scorer
 
 BACKENDS = ("ray", "processes")
+RETRIES = 2  # restarts of a lost Ray actor, and retries of the block it was scoring
 
 
 @dataclass
@@ -112,7 +113,10 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
     if key not in _ACTORS:
         info(f"starting {workers} Ray actor(s) for {spec.get('kind', 'the scorer')} ({scale.cpus_per_worker} CPU and "
              f"{gpus:g} GPU each); they load the model once and score every set, shard and pass of this run")
-        actor = ray.remote(num_cpus=scale.cpus_per_worker, num_gpus=gpus)(RayWorker)
+        # an actor lost mid-block (a node gone, a socket closed) is restarted and the block sent again: scoring is
+        # a pure function of the texts and only the driver writes the store, so a retry cannot double anything
+        actor = ray.remote(num_cpus=scale.cpus_per_worker, num_gpus=gpus, max_restarts=RETRIES,
+                           max_task_retries=RETRIES)(RayWorker)
         _ACTORS[key] = [actor.remote(spec, scale.cpus_per_worker, budget) for _ in range(workers)]
     return _ACTORS[key]
 
