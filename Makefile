@@ -13,8 +13,8 @@ STAMP  := $(VENV)/.installed
 setup: $(STAMP)
 
 # Each step says what it installs; pip lists what it collects as it goes, and while it unpacks (its longest quiet
-# part) a line every 10 seconds says the step is still at work. About 2 minutes in all on a fresh machine.
-PIP := $(BIN)/python -m pip install --no-compile  # bytecode is compiled on first import, only for what is imported
+# part) a line every 10 seconds says the step is still at work. About 2.5 minutes in all on a fresh machine.
+PIP := $(BIN)/python -m pip install
 EXTRAS := .[dev,ray,docs]
 working = @( while sleep 10; do echo "setup: still installing, $$(date +%T)"; done ) & ticker=$$!; \
 	trap "kill $$ticker" EXIT; echo '$(1)'; $(1)
