@@ -7,20 +7,43 @@ it was written in the input file (before base or sign conversion).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
 
-@dataclass(frozen=True)
+class _Empty(dict):
+    """The one empty mapping every hypothesis without raw values or meta shares (a list holds millions): a dict
+    that cannot be changed."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this empty mapping is shared and cannot be changed: build a new dict")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __reduce__(self):
+        return _empty, ()
+
+
+def _empty() -> "_Empty":
+    return EMPTY
+
+
+EMPTY: Mapping = _Empty()
+
+@dataclass(frozen=True, slots=True)
 class Hypothesis:
     """One ranked hypothesis of an utterance."""
 
     text: str
-    scores: Mapping[str, float] = field(default_factory=dict)
-    raw: Mapping[str, str] = field(default_factory=dict)
+    scores: Mapping[str, float] = EMPTY
+    raw: Mapping[str, str] = EMPTY
     tokens: str | None = None
-    meta: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = EMPTY
 
     @property
     def words(self) -> list[str]:
@@ -32,14 +55,14 @@ class Hypothesis:
         return Hypothesis(self.text, {**self.scores, **scores}, raw, self.tokens, self.meta)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Utterance:
     """An utterance (or source sentence): its id, reference and ranked hypotheses."""
 
     id: str
     hyps: tuple[Hypothesis, ...]
     ref: str | None = None
-    meta: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = EMPTY
     origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -97,11 +120,15 @@ class NBest:
     @property
     def columns(self) -> list[str]:
         """Score column names in first-seen order."""
+        return list(self._columns)
+
+    @cached_property
+    def _columns(self) -> tuple[str, ...]:
         seen: dict[str, None] = {}
         for utt in self.utterances:
             for hyp in utt.hyps:
                 seen.update(dict.fromkeys(hyp.scores))
-        return list(seen)
+        return tuple(seen)
 
     @property
     def has_refs(self) -> bool:

@@ -244,3 +244,25 @@ def test_half_splits_tune_on_one_half_and_measure_the_other():
     import jiwer
     assert study["fast"]["deltas"][0] == pytest.approx(100 * (jiwer.wer(refs, chosen) - jiwer.wer(refs, first)))
     assert study["fast"]["mean"] == pytest.approx(np.mean(study["fast"]["deltas"]))
+
+
+def test_reranking_sorts_each_utterance_as_a_stable_sort_by_total_does():
+    """Lists of different lengths, tied totals (the toolkit's order kept) and −inf totals (last), against
+    Python's own stable sort of each utterance."""
+    from rescorer.pipeline.rerank import reranked
+
+    rng = np.random.default_rng(5)
+    utts = []
+    for u in range(200):
+        n = int(rng.integers(0, 8))
+        values = rng.choice([-1.0, -2.0, -np.inf, *rng.normal(size=3)], size=(n, 2))
+        utts.append(Utterance(f"u{u}", tuple(Hypothesis(f"h{k}", {"score": a, "lm": b}) for k, (a, b) in
+                                             enumerate(values))))
+    nbest = NBest(utts)
+    weights = np.array([0.5])
+    new = reranked(nbest, Features.of(nbest, Column("score"), [Column("lm")]), weights)
+    for before, after in zip(nbest, new):
+        total = [h.scores["score"] + 0.5 * h.scores["lm"] for h in before.hyps]
+        order = sorted(range(len(total)), key=lambda k: -total[k])
+        assert [h.text for h in after.hyps] == [before.hyps[k].text for k in order]
+        assert [h.scores["rescore"] for h in after.hyps] == [total[k] for k in order]

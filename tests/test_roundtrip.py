@@ -94,3 +94,18 @@ def test_text_holding_a_unicode_line_break_is_written_and_read_back_as_one_recor
     raw.write_text(written.replace(breaker.encode("unicode_escape").decode().replace("\\x85", "\\u0085"), breaker),
                    encoding="utf-8")
     assert breaker in raw.read_text(encoding="utf-8") and read_nbest(raw).texts() == nbest.texts()
+
+
+def test_hypotheses_without_raw_values_or_meta_share_one_empty_mapping_that_cannot_change(tmp_path):
+    import pickle
+
+    path = tmp_path / "list.jsonl"
+    path.write_text('{"id": "a", "hyps": [{"text": "x", "scores": {"score": -1.5}}, {"text": "y"}]}\n')
+    first, second = read_nbest(path).utterances[0].hyps
+    assert first.raw is second.raw is second.scores is first.meta is Hypothesis("z").meta
+    assert first.scores == {"score": -1.5} and dict(second.raw) == {}
+    with pytest.raises(TypeError, match="shared"):
+        first.raw["score"] = "-1.5"  # type: ignore[index]
+    back = pickle.loads(pickle.dumps(first))
+    assert back == first and back.raw is first.raw
+    assert not hasattr(first, "__dict__")  # slots: a list of millions of hypotheses carries no dict per object

@@ -13,11 +13,11 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import NBestFormatError
 from ..files import write_text
-from ..types import Hypothesis, NBest, Utterance
+from ..types import EMPTY, Hypothesis, NBest, Utterance
 from .common import (find_key, format_number, json_line, json_score, load_json, parse_score, read_lines, read_text,
                      require_ranks)
 from .target import NATIVE_KEY, Target, native_format
@@ -42,6 +42,17 @@ def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]
         raise NBestFormatError(path, line, f"{column} is not a number", value)
     raw = value if isinstance(value, str) else json.dumps(value)
     return parse_score(raw, path, line, column), raw
+
+
+def _scores(given: Any, path: Path, line: int) -> Mapping[str, float]:
+    """A hypothesis' ``scores`` object as read: the parsed dict itself where every value is a finite float (the
+    usual case, no copy), else each value converted or refused."""
+    if not isinstance(given, dict):
+        raise NBestFormatError(path, line, "'scores' must be an object", given)
+    for value in given.values():
+        if type(value) is not float or not -math.inf < value < math.inf:
+            return {k: _number(v, path, line, k)[0] for k, v in given.items()}
+    return given
 
 
 def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
@@ -71,17 +82,14 @@ def read_jsonl(path: str | Path) -> NBest:
         for h in obj["hyps"]:
             if not isinstance(h, dict) or not isinstance(h.get("text"), str):
                 raise NBestFormatError(path, number, "hypothesis lacks a 'text' string", h)
-            given = h.get("scores", {})
-            if not isinstance(given, dict):
-                raise NBestFormatError(path, number, "'scores' must be an object", given)
-            scores = {k: _number(v, path, number, k)[0] for k, v in given.items()}
-            raw = _strings(h.get("raw", {}), path, number, "'raw'")
-            meta = _strings(h.get("meta", {}), path, number, "'meta'")
-            hyps.append(Hypothesis(h["text"], scores, raw, h.get("tokens"), meta))
+            raw = _strings(h["raw"], path, number, "'raw'") if "raw" in h else EMPTY
+            meta = _strings(h["meta"], path, number, "'meta'") if "meta" in h else EMPTY
+            hyps.append(Hypothesis(h["text"], _scores(h.get("scores", EMPTY), path, number), raw, h.get("tokens"),
+                                   meta))
         ref = obj.get("ref")
         if ref is not None and not isinstance(ref, str):
             raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
-        meta = _strings(obj.get("meta", {}), path, number, "'meta'")
+        meta = _strings(obj["meta"], path, number, "'meta'") if "meta" in obj else EMPTY
         utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
     native = {NATIVE_KEY: header["fmt"]} if isinstance(header.get("fmt"), str) and header["fmt"] != "jsonl" else {}
     return NBest(utterances, fmt="jsonl", meta={**header.get("meta", {}), **native}, source=str(path))

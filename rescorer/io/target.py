@@ -148,11 +148,16 @@ def check_writable(nbest: NBest, fmt: "Format", path: str | Path) -> None:
             raise utterance_error(utt, path, problem, utt.id)
         if not utt.hyps and not fmt.holds_empty:
             raise NBestFormatError(path, None, f"utterance has no hypotheses, which {fmt.name} cannot hold", utt.id)
-        for hyp in utt.hyps:
-            _check_hypothesis(utt, hyp, fmt, path)
+        if fmt.text_chars or fmt.text_words:
+            for hyp in utt.hyps:
+                _check_texts(utt, hyp, fmt, path)
+    if fmt.column_problem:
+        for column in nbest.columns:
+            if fmt.column_problem(column):
+                raise NBestFormatError(path, None, f"score column name cannot be written as {fmt.name}", column)
 
 
-def _check_hypothesis(utt: Utterance, hyp: Hypothesis, fmt: "Format", path: Path) -> None:
+def _check_texts(utt: Utterance, hyp: Hypothesis, fmt: "Format", path: Path) -> None:
     for text in (hyp.text, hyp.tokens or "", utt.ref or "" if fmt.refs_inline else ""):
         if any(c in text for c in fmt.text_chars):
             raise NBestFormatError(path, None, f"a text of {utt.id!r} cannot be written as {fmt.name}", text)
@@ -160,6 +165,3 @@ def _check_hypothesis(utt: Utterance, hyp: Hypothesis, fmt: "Format", path: Path
     if found:
         raise NBestFormatError(path, None, f"a text of {utt.id!r} holds {found[0]!r}, which {fmt.name} cannot hold",
                                hyp.text)
-    for column in hyp.scores:
-        if fmt.column_problem and fmt.column_problem(column):
-            raise NBestFormatError(path, None, f"score column name cannot be written as {fmt.name}", column)

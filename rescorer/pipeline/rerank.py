@@ -68,11 +68,12 @@ def in_order(nbest: NBest, prepared: ScoredSet, scorers: Mapping[str, BoundScore
 
 def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     """Hypotheses sorted by their interpolated total (stable: ties keep the toolkit's order), with a column for it."""
-    scores = totals(features, weights)
+    scores = totals(features, weights)  # padding slots are −inf and come after an utterance's own: a stable sort
+    orders = np.argsort(-scores, axis=-1, kind="stable").tolist()  # keeps them last
+    values = scores.tolist()
     utterances = []
-    for u, utt in enumerate(nbest):
-        order = sorted(range(len(utt.hyps)), key=lambda k: -scores[u, k])
-        hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: float(scores[u, k])}) for k in order]
+    for utt, order, total in zip(nbest, orders, values):
+        hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]]
         utterances.append(utt.with_hyps(hyps))
     return nbest.with_utterances(utterances)
 
