@@ -32,8 +32,8 @@ RUN = """
 import sys, time, json, resource, rescorer
 start = time.perf_counter()
 out = sys.argv[3] if len(sys.argv) > 3 else None
-rescorer.rescore(sys.argv[1], {"test": sys.argv[2]}, {}, base="score",
-                 columns={"ctc": {"range": [0, 1], "step": 0.1}}, bootstrap=1000, out_dir=out)
+rescorer.rescore(dev=sys.argv[1], sets={"test": sys.argv[2]}, scorers={}, base="score",
+                 columns={"ctc": {"range": [0, 1], "step": 0.1}}, bootstrap=1000, out_dir=out, retune=None)
 print(json.dumps({"seconds": time.perf_counter() - start,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

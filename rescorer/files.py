@@ -11,7 +11,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 _UMASK_LOCK = threading.Lock()
 
@@ -148,6 +148,13 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_file(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Write ``lines`` (each with its newline) to ``path`` atomically, one at a time: a file of any size is written
+    without a copy of it in memory."""
+    with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
+        out.writelines(lines)
 
 
 def special_kind(mode: int) -> str | None:

@@ -203,6 +203,10 @@ def make_metric(name: str, **options) -> Metric:
     return kinds[name](**options)
 
 
+STATS_CHUNK = 8192  # hypotheses whose statistics are computed at once: their word lists and n-grams are many times
+# the texts' size, so a list of any length is taken a piece at a time
+
+
 @dataclass(frozen=True)
 class NBestStats:
     """Sufficient statistics of every hypothesis: ``stats[u, k]`` for hypothesis k of utterance u (zero-padded)."""
@@ -219,7 +223,8 @@ class NBestStats:
         lengths = np.array([len(u.hyps) for u in nbest], dtype=np.int64)
         refs = [u.ref for u in nbest for _ in u.hyps]
         hyps = [h.text for u in nbest for h in u.hyps]
-        flat = metric.segment_stats(refs, hyps)
+        flat = np.concatenate([metric.segment_stats(refs[start : start + STATS_CHUNK], hyps[start : start + STATS_CHUNK])
+                               for start in range(0, max(len(hyps), 1), STATS_CHUNK)])
         width = max(int(lengths.max(initial=0)), 1)
         stats = np.zeros((len(nbest), width, flat.shape[1]), dtype=np.int64)
         mask = np.arange(width)[None, :] < lengths[:, None]
@@ -323,15 +328,25 @@ class Perplexity:
                 "words": self.words, "log_score": self.log_score}
 
 
+BOOTSTRAP_BLOCK = 1 << 20  # resampled utterance indices held at once (8 MB of them, and as many counts)
+
+
 def paired_bootstrap(stats: NBestStats, baseline: np.ndarray, system: np.ndarray, samples: int = 1000,
                      seed: int = 0, level: float = 0.95) -> dict[str, float]:
     """Confidence interval of metric(system) − metric(baseline), resampling utterances with replacement
     (Koehn 2004); both systems see the same resamples. Also the share of resamples where the system is better."""
     rows = np.arange(len(baseline))
     a, b = stats.stats[rows, baseline], stats.stats[rows, system]           # [U, S]
-    draws = np.random.default_rng(seed).integers(0, len(rows), size=(samples, len(rows)))
-    counts = np.stack([np.bincount(d, minlength=len(rows)) for d in draws])  # [B, U]
-    diff = stats.metric.from_stats(counts @ b) - stats.metric.from_stats(counts @ a)
+    rng, block = np.random.default_rng(seed), max(1, BOOTSTRAP_BLOCK // max(len(rows), 1))
+    sums_a, sums_b = [], []
+    for start in range(0, samples, block):  # a block of resamples at a time: memory stays flat as U grows
+        draws = rng.integers(0, len(rows), size=(min(block, samples - start), len(rows)))  # as one call draws
+        counts = np.empty_like(draws)  # [block, U]: how often each utterance is drawn
+        for k, drawn in enumerate(draws):
+            counts[k] = np.bincount(drawn, minlength=len(rows))
+        sums_a.append(counts @ a)
+        sums_b.append(counts @ b)
+    diff = stats.metric.from_stats(np.concatenate(sums_b)) - stats.metric.from_stats(np.concatenate(sums_a))
     tail = (1 - level) / 2
     better = diff > 0 if stats.metric.higher_is_better else diff < 0
     return {"low": float(np.quantile(diff, tail)), "high": float(np.quantile(diff, 1 - tail)),

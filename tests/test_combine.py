@@ -132,10 +132,13 @@ def test_missing_column_and_bad_penalty_are_clear_errors():
         Column("lm", penalty="length")
 
 
-def test_bootstrap_interval_equals_a_naive_loop():
+@pytest.mark.parametrize("block", [None, 7], ids=["resamples at once", "7 resamples at a time"])
+def test_bootstrap_interval_equals_a_naive_loop(block, monkeypatch):
     nbest = read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
     stats = NBestStats.compute(nbest, make_metric("wer"))
     base, oracle = stats.baseline_ranks(), stats.oracle_ranks()
+    if block:
+        monkeypatch.setattr("rescorer.metrics.BOOTSTRAP_BLOCK", block * len(nbest))
     got = paired_bootstrap(stats, base, oracle, samples=200, seed=7)
     rng = np.random.default_rng(7)
     draws = rng.integers(0, len(nbest), size=(200, len(nbest)))

@@ -411,3 +411,25 @@ def test_cli_reports_malformed_input_without_traceback(tmp_path: Path, fmt: str,
     assert "Traceback" not in result.stderr, result.stderr
     assert not out.exists() or list(out.iterdir()) == []
     assert list(tmp_path.rglob("report.*")) == []
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbfa\r\nb\n\nc", b"a\n\n", b"\n \n\t\n", b"a\nb\xff\xfe\nc\n", b"",
+                                  "x\u2028y\r\n\u0085z".encode()],
+                         ids=["bom crlf no final newline", "blank last lines", "blank only", "bad utf-8 on line 2",
+                              "empty", "unicode line breaks kept"])
+def test_lines_read_one_at_a_time_are_those_of_the_whole_file_with_the_same_errors(data, tmp_path):
+    from rescorer.errors import NBestFormatError
+    from rescorer.io.common import iter_lines, read_lines
+
+    path = tmp_path / "list.txt"
+    path.write_bytes(data)
+    try:
+        whole = read_lines(path)
+    except NBestFormatError as err:
+        with pytest.raises(NBestFormatError) as streamed:
+            list(iter_lines(path))
+        problem = lambda e: str(e).split(": ")[1]  # path:line: PROBLEM: what was found  # noqa: E731
+        assert (streamed.value.line, problem(streamed.value)) == (err.line, problem(err))
+    else:
+        assert [line for _, line in iter_lines(path)] == whole
+        assert [number for number, _ in iter_lines(path)] == list(range(1, len(whole) + 1))

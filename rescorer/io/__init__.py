@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
@@ -10,7 +11,7 @@ from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import PATH, TEXT, Option, checked, keywords
 from ..types import CANONICAL, Hypothesis, NBest, Utterance
 from . import espnet, fairseq, kaldi, moses, nemo, records
-from .common import load_json, read_text, split_lines
+from .common import iter_lines, load_json, read_text, split_lines
 from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .format import Format
@@ -44,10 +45,11 @@ def detect_format(path: str | Path) -> str:
         if kaldi.is_kaldi_dir(path):
             return "kaldi"
         raise NBestFormatError(path, None, "unknown N-best directory layout (expected <n>best_recog/ or words_text)")
-    text = read_text(path)
-    lines = split_lines(text)[:200]
-    first = next((line for line in lines if line.strip()), "")
-    if first.lstrip().startswith("[") and records.looks_like_hyporadise(text):
+    lines = [line for _, line in islice(iter_lines(path), 200)]  # the head: a list of any size is not read whole
+    first = next((line for line in lines if line.strip()), None)
+    if first is None:
+        first = split_lines(read_text(path))[0]  # a file of blank lines is refused as empty
+    if first.lstrip().startswith("[") and records.looks_like_hyporadise(read_text(path)):
         return "hyporadise"
     if first.lstrip().startswith("{"):
         head = first.strip()

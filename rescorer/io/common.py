@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import special_kind
@@ -36,10 +36,9 @@ def present(path: str | os.PathLike) -> bool:
     return input_status(path) is not None
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line. Only regular files are
-    opened: a pipe or device could not be read a second time (or would wait for a writer)."""
-    path = Path(path)
+def _regular_file(path: Path) -> Path:
+    """``path`` itself when it is a regular file; else an error saying what it is. Only regular files are opened: a
+    pipe or device could not be read a second time (or would wait for a writer)."""
     status = input_status(path)
     if status is None:
         raise NBestFormatError(path, None, "no such file")
@@ -49,19 +48,46 @@ def read_text(path: str | os.PathLike) -> str:
         kind = special_kind(status.st_mode)
         raise NBestFormatError(path, None, f"not a regular file but {kind}, which could be read only once or wait "
                                            "for a writer: save it to a file first")
+    return path
+
+
+def _decoded(data: bytes, path: Path, first_line: int) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = first_line + data.count(b"\n", 0, err.start)
+        raise NBestFormatError(path, line, "not valid UTF-8", data[err.start : err.start + 8]) from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line (regular files only)."""
+    path = _regular_file(Path(path))
     try:
         data = path.read_bytes()
     except OSError as err:
         raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise NBestFormatError(path, line, "not valid UTF-8", data[err.start : err.start + 8]) from None
-    text = text.removeprefix("\ufeff")
+    text = _decoded(data, path, 1).removeprefix("\ufeff")
     if not text.strip():
         raise NBestFormatError(path, None, "file is empty")
     return text
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(number, line) of the file, one line at a time, as :func:`read_lines` reads them (the same checks and
+    errors): a list of any size is read in the memory of one line."""
+    path = _regular_file(Path(path))
+    found = False
+    try:
+        with path.open("rb") as handle:
+            for number, data in enumerate(handle, 1):
+                line = _decoded(data, path, number)
+                line = (line.removeprefix("\ufeff") if number == 1 else line).removesuffix("\n").removesuffix("\r")
+                found = found or bool(line.strip())
+                yield number, line
+    except OSError as err:
+        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
+    if not found:
+        raise NBestFormatError(path, None, "file is empty")
 
 
 LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import chain
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..errors import NBestFormatError
-from ..files import write_text
+from ..files import write_lines, write_text
 from ..types import EMPTY, Hypothesis, NBest, Utterance
-from .common import (find_key, format_number, json_line, json_score, load_json, parse_score, read_lines, read_text,
+from .common import (find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score, read_text,
                      require_ranks)
 from .target import NATIVE_KEY, Target, native_format
 
@@ -26,13 +27,11 @@ _HYP_KEY = re.compile(r"^hyp_(\d+)$")
 _INT_ID = re.compile(r"0|[1-9][0-9]*")
 
 
-def _json_lines(path: Path) -> list[tuple[int, Any]]:
-    out = []
-    for number, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
-        out.append((number, load_json(line, path, number)))
-    return out
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(number, value) of each non-blank line, read one at a time."""
+    for number, line in iter_lines(path):
+        if line.strip():
+            yield number, load_json(line, path, number)
 
 
 def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]:
@@ -117,8 +116,8 @@ def write_jsonl(nbest: NBest, path: str | Path) -> None:
     """Every column, raw value and meta; the header names the format they were read from."""
     meta = {k: v for k, v in nbest.meta.items() if k != NATIVE_KEY}
     native = native_format(nbest)
-    header = json.dumps({"nbest": {"fmt": native, "meta": meta}}) + "\n" if meta or native != "jsonl" else ""
-    write_text(path, header + "".join(jsonl_line(u) + "\n" for u in nbest))
+    header = [json.dumps({"nbest": {"fmt": native, "meta": meta}}) + "\n"] if meta or native != "jsonl" else []
+    write_lines(path, chain(header, (jsonl_line(u) + "\n" for u in nbest)))
 
 
 # ---------------------------------------------------------------- Sockeye 3
