@@ -157,6 +157,12 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
         out.writelines(lines)
 
 
+def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Copy ``source`` to ``path`` atomically."""
+    with atomic_file(path) as tmp:
+        shutil.copyfile(source, tmp)
+
+
 def special_kind(mode: int) -> str | None:
     """What a file of ``mode`` is when it is not a regular file or a directory (``a pipe``, ``a socket``,
     ``a device``): such a file could be read only once or wait for a writer."""

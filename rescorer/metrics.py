@@ -78,7 +78,9 @@ class WER(Metric):
         """[errors, reference words] per pair, with jiwer's transform and jiwer's edit-distance backend."""
         if len(refs) != len(hyps):
             raise ConfigError(f"{len(refs)} references but {len(hyps)} hypotheses")
-        pairs = zip(self._words(refs), self._words(hyps))
+        distinct = list(dict.fromkeys(refs))  # a reference stands beside each of its hypotheses: transformed once
+        ref_words = dict(zip(distinct, self._words(distinct)))
+        pairs = zip((ref_words[r] for r in refs), self._words(hyps))
         return np.array([(Levenshtein.distance(r, h), len(r)) for r, h in pairs], dtype=np.int64).reshape(-1, 2)
 
     def _words(self, texts: Sequence[str]) -> list[list[str]]:

@@ -10,7 +10,7 @@ from typing import Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
-from ..files import atomic_dir, write_text
+from ..files import atomic_dir, copy_file, write_text
 from ..io import CANONICAL, REGISTRY, write_nbest
 from ..io.formats import facts
 from ..io.common import id_lines, text_lines
@@ -143,7 +143,10 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]
                       f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
     jsonl = out.path(f"{name}.jsonl")
     write_nbest(nbest, native)
-    write_nbest(nbest, jsonl, CANONICAL)
+    if nbest.fmt == CANONICAL:  # the same bytes: written once, copied
+        copy_file(native, jsonl)
+    else:
+        write_nbest(nbest, jsonl, CANONICAL)
     return {"native": native, CANONICAL: jsonl}  # the keys of report.json's outputs
 
 
