@@ -29,6 +29,9 @@ from rescorer.paths import data_root  # noqa: E402
 SHARED = data_root() / "librispeech-espnet-30best" / "test_clean"
 DEMO = ROOT / "recipes" / "demo" / "data" / "test_clean"
 SOURCE, REFS = (SHARED, SHARED / "references" / "ref_wer.trn") if SHARED.exists() else (DEMO, DEMO / "ref.trn")
+# the apply's corpus: every shared set (dev_clean, dev_other, test_clean), each 30-best list cut into three 10-best
+# lists of other hypotheses (ids ``ID-w0``, ``-w1``, ``-w2``): up to ~24,000 utterances, every text distinct
+CORPUS = [p for p in sorted((data_root() / "librispeech-espnet-30best").glob("*")) if p.is_dir()] or [DEMO]
 SCORE = """
 import json, sys, time, rescorer
 from rescorer.shipped import shipped_model
@@ -50,6 +53,21 @@ def texts(count: int) -> list[str]:
 
     found = dict.fromkeys(h.text for u in rescorer.read_nbest(SOURCE) for h in u.hyps)
     return list(found)[:count]
+
+
+def corpus(utterances: int) -> list:
+    """The first ``utterances`` 10-best lists of :data:`CORPUS`, the windows of one list after another."""
+    import rescorer
+    from dataclasses import replace
+
+    found = []
+    for path in CORPUS:
+        for utt in rescorer.read_nbest(path):
+            found += [replace(utt.with_hyps(utt.hyps[k : k + 10]), id=f"{utt.id}-w{k // 10}")
+                      for k in range(0, len(utt.hyps) - 9, 10)]
+            if len(found) >= utterances:
+                return found[:utterances]
+    return found
 
 
 def measure(kind: str, model: str, engine: str, count: int, pool: Path) -> dict:
@@ -83,20 +101,20 @@ def main(n_student: int, n_ll: int, utterances: int) -> None:
                          "ray_startup_seconds": round(ray["cold_seconds"] - ray["warm_seconds"], 1)})
             print(rows[-1], flush=True)
         demo = rescorer.read_nbest(SOURCE, refs=REFS)
-        cut = [u.with_hyps(u.hyps[:10]) for u in demo][:utterances]
-        rescorer.rescore(sets={"dev": demo.with_utterances(cut[:100])},
+        cut = corpus(utterances)
+        rescorer.rescore(sets={"dev": demo.with_utterances([u.with_hyps(u.hyps[:10]) for u in demo][:100])},
                          scorers={"student": {"kind": "student", "model": shipped_model("student_mse")}},
                          out_dir=Path(tmp) / "tuned", bootstrap=10)
-        shards = Path(tmp) / "shards"
-        for k in range(0, len(cut), 100):
-            write_nbest(demo.with_utterances(cut[k : k + 100]), shards / f"part{k // 100:03d}.jsonl", "jsonl")
+        shards, size = Path(tmp) / "shards", max(100, len(cut) // 20)  # 20 shards (of at least 100 utterances)
+        for k in range(0, len(cut), size):
+            write_nbest(demo.with_utterances(cut[k : k + size]), shards / f"part{k // size:03d}.jsonl", "jsonl")
         ray = ["engine=ray", "engine.scale.workers=2", "engine.scale.cpus_per_worker=1", "+engine.scale.init.num_cpus=2"]
         whole = {name: apply_seconds(engine, Path(tmp) / "tuned" / "tuned.yaml", shards, Path(tmp) / name)
                  for name, engine in (("local", ["engine.threads=2"]), ("ray", ray))}
     result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
               "python": platform.python_version(),
               "command": f"python benchmarks/ray_engine.py {n_student} {n_ll} {utterances}",
-              "scorers": rows, "apply": {"utterances": len(cut), "hypotheses": sum(len(u.hyps) for u in cut),
+              "scorers": rows, "apply": {"utterances": len(cut), "hypotheses": sum(len(u.hyps) for u in cut), "shard_utterances": size,
                                          "local_seconds": round(whole["local"], 1), "ray_seconds": round(whole["ray"], 1),
                                          "ratio": round(whole["ray"] / whole["local"], 2)}}
     path = ROOT / "benchmarks" / "results" / "ray_engine.json"
