@@ -30,7 +30,7 @@ SHARED = data_root() / "librispeech-espnet-30best" / "test_clean"
 DEMO = ROOT / "recipes" / "demo" / "data" / "test_clean"
 SOURCE, REFS = (SHARED, SHARED / "references" / "ref_wer.trn") if SHARED.exists() else (DEMO, DEMO / "ref.trn")
 # the apply's corpus: every shared set (dev_clean, dev_other, test_clean), each 30-best list cut into three 10-best
-# lists of other hypotheses (ids ``ID-w0``, ``-w1``, ``-w2``): up to ~24,000 utterances, every text distinct
+# lists of other hypotheses (ids ``ID-w0``, ``-w1``, ``-w2``): up to ~24,000 utterances, nearly every text distinct
 CORPUS = [p for p in sorted((data_root() / "librispeech-espnet-30best").glob("*")) if p.is_dir()] or [DEMO]
 SCORE = """
 import json, sys, time, rescorer
