@@ -35,6 +35,7 @@ def _empty() -> "_Empty":
 
 EMPTY: Mapping = _Empty()
 
+
 @dataclass(frozen=True, slots=True)
 class Hypothesis:
     """One ranked hypothesis of an utterance."""
