@@ -56,18 +56,31 @@ def texts(count: int) -> list[str]:
 
 
 def corpus(utterances: int) -> list:
-    """The first ``utterances`` 10-best lists of :data:`CORPUS`, the windows of one list after another."""
+    """The first ``utterances`` 10-best lists of :data:`CORPUS`: each 30-best list cut into windows of 10 at ranks
+    0, 10 and 20 (every text of the corpus once), then, where more are wanted, windows that start at ranks 5 and 15,
+    2 and 12, … (texts seen before, in other lists); ids ``ID-w<first rank>``."""
     import rescorer
     from dataclasses import replace
 
-    found = []
-    for path in CORPUS:
-        for utt in rescorer.read_nbest(path):
-            found += [replace(utt.with_hyps(utt.hyps[k : k + 10]), id=f"{utt.id}-w{k // 10}")
-                      for k in range(0, len(utt.hyps) - 9, 10)]
+    lists, found = [u for path in CORPUS for u in rescorer.read_nbest(path)], []
+    for offset in (0, 5, 2, 7, 4, 9, 1, 6, 3, 8):
+        for utt in lists:
+            found += [replace(utt.with_hyps(utt.hyps[k : k + 10]), id=f"{utt.id}-w{k}")
+                      for k in range(offset, len(utt.hyps) - 9, 10)]
             if len(found) >= utterances:
                 return found[:utterances]
     return found
+
+
+def student_tuned(demo, out: Path) -> Path:
+    """A tuned.yaml with the shipped student, tuned on 100 of ``demo``'s utterances (10-best)."""
+    import rescorer
+    from rescorer.shipped import shipped_model
+
+    rescorer.rescore(sets={"dev": demo.with_utterances([u.with_hyps(u.hyps[:10]) for u in demo][:100])},
+                     scorers={"student": {"kind": "student", "model": shipped_model("student_mse")}},
+                     out_dir=out, bootstrap=10)
+    return out / "tuned.yaml"
 
 
 def measure(kind: str, model: str, engine: str, count: int, pool: Path) -> dict:
@@ -87,7 +100,6 @@ def apply_seconds(engine: list[str], tuned: Path, shards: Path, out: Path) -> fl
 def main(n_student: int, n_ll: int, utterances: int) -> None:
     import rescorer
     from rescorer.io import write_nbest
-    from rescorer.shipped import shipped_model
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,14 +114,12 @@ def main(n_student: int, n_ll: int, utterances: int) -> None:
             print(rows[-1], flush=True)
         demo = rescorer.read_nbest(SOURCE, refs=REFS)
         cut = corpus(utterances)
-        rescorer.rescore(sets={"dev": demo.with_utterances([u.with_hyps(u.hyps[:10]) for u in demo][:100])},
-                         scorers={"student": {"kind": "student", "model": shipped_model("student_mse")}},
-                         out_dir=Path(tmp) / "tuned", bootstrap=10)
+        tuned = student_tuned(demo, Path(tmp) / "tuned")
         shards, size = Path(tmp) / "shards", max(100, len(cut) // 20)  # 20 shards (of at least 100 utterances)
         for k in range(0, len(cut), size):
             write_nbest(demo.with_utterances(cut[k : k + size]), shards / f"part{k // size:03d}.jsonl", "jsonl")
         ray = ["engine=ray", "engine.scale.workers=2", "engine.scale.cpus_per_worker=1", "+engine.scale.init.num_cpus=2"]
-        whole = {name: apply_seconds(engine, Path(tmp) / "tuned" / "tuned.yaml", shards, Path(tmp) / name)
+        whole = {name: apply_seconds(engine, tuned, shards, Path(tmp) / name)
                  for name, engine in (("local", ["engine.threads=2"]), ("ray", ray))}
     result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
               "python": platform.python_version(),

@@ -14,11 +14,19 @@ every line of the same files is measured, and the apply's input MB/s is reported
 ``benchmarks/results/apply_scale.json``.
 
     python benchmarks/scale.py apply [50000 200000 1000000]
+
+The student run applies a tuned.yaml with the shipped student to U real LibriSpeech 10-best lists (the shared
+ESPnet 30-best lists cut into windows, as the Ray benchmark builds them) in shards of 10,000 utterances, through
+``task=apply`` with one torch thread and a fresh score store: every distinct text is scored once, a text seen
+before (in another window) comes from the store. Writes ``benchmarks/results/apply_student.json``.
+
+    python benchmarks/scale.py student [50000]
 """
 from __future__ import annotations
 
 import json
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -111,6 +119,35 @@ def apply_rows(sizes: list[int]) -> None:
          "(no LM); loads_seconds: json.loads of every line of the same files, measured in the same run")
 
 
+def student_row(utterances: int) -> None:
+    """A sharded apply of ``utterances`` real 10-best lists with the student: seconds, peak memory, texts/s."""
+    from ray_engine import REFS, SOURCE, corpus, student_tuned
+    import rescorer
+    from rescorer.io import write_nbest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        demo = rescorer.read_nbest(SOURCE, refs=REFS)
+        tuned = student_tuned(demo, Path(tmp) / "tuned")
+        cut = corpus(utterances)
+        for k in range(0, len(cut), SHARD):
+            write_nbest(demo.with_utterances(cut[k : k + SHARD]), Path(tmp) / "shards" / f"part{k // SHARD:03d}.jsonl",
+                        "jsonl")
+        distinct = len({h.text for u in cut for h in u.hyps})
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "rescorer.cli", "task=apply", f"task.tuned={tuned}", "engine.threads=1",
+                        f"engine.store={Path(tmp) / 'store.sqlite'}", f"task.inputs={Path(tmp) / 'shards'}",
+                        f"out_dir={Path(tmp) / 'out'}"], check=True, capture_output=True)
+        seconds = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    row = {"utterances": len(cut), "hypotheses": sum(len(u.hyps) for u in cut), "distinct_texts": distinct,
+           "shards": -(-len(cut) // SHARD), "threads": 1, "seconds": round(seconds, 1), "peak_mb": round(peak, 1),
+           "texts_per_s": round(distinct / seconds, 1), "hypotheses_per_s": round(sum(len(u.hyps) for u in cut) / seconds, 1)}
+    print(row, flush=True)
+    save("apply_student.json", [utterances], "student ", [row],
+         "real LibriSpeech 10-best lists (the shared ESPnet 30-best lists cut into windows), the shipped student, "
+         "one torch thread, a fresh store: each distinct text scored once, texts seen before answered by the store")
+
+
 def save(name: str, sizes: list[int], mode: str, rows: list[dict], note: str) -> None:
     result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
               "python": platform.python_version(),
@@ -145,7 +182,9 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["apply"]:
+    if sys.argv[1:2] == ["student"]:
+        student_row(int(sys.argv[2]) if len(sys.argv) > 2 else 50000)
+    elif sys.argv[1:2] == ["apply"]:
         apply_rows([int(a) for a in sys.argv[2:]] or [50000, 200000, 1000000])
     else:
         main([int(a) for a in sys.argv[1:]] or [12500, 25000, 50000])

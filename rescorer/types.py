@@ -52,7 +52,8 @@ class Hypothesis:
 
     def with_scores(self, **scores: float) -> "Hypothesis":
         """A copy with extra (or replaced) score columns; replaced columns lose their raw value."""
-        raw = {k: v for k, v in self.raw.items() if k not in scores} if self.raw else self.raw
+        raw = self.raw if not self.raw or scores.keys().isdisjoint(self.raw) else {
+            k: v for k, v in self.raw.items() if k not in scores}
         return Hypothesis(self.text, {**self.scores, **scores}, raw, self.tokens, self.meta)
 
 
@@ -109,7 +110,7 @@ class NBest:
         return (f"NBest(fmt={self.fmt!r}, {len(self)} utterances, {self.num_hypotheses} hypotheses, "
                 f"columns={self.columns}{source})")
 
-    @property
+    @cached_property
     def num_hypotheses(self) -> int:
         return sum(len(u.hyps) for u in self.utterances)
 

@@ -31,7 +31,8 @@ LAYERS = [
     ("io",),                   # formats
     ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
-    ("types", "errors", "version", "safetext", "log"),  # safetext: input text safe to show people; log: messages
+    ("types", "errors", "version", "safetext", "log", "bulk"),  # safetext: input text safe to show people; log: messages;
+    # bulk: many small objects made at once
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
 TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "report", "filehash", "files",

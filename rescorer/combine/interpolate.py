@@ -99,7 +99,7 @@ class Features:
         width = max(int(counts.max(initial=0)), 1)
         valid = np.arange(width)[None, :] < counts[:, None]
         values = np.zeros((len(nbest), width, len(columns)))
-        words = np.array([len(h.words) for u in nbest for h in u.hyps], dtype=float)
+        words = _words(nbest) if any(c.name == WORD_COUNT_COLUMN or c.penalty != "none" for c in columns) else None
         for k, column in enumerate(columns):
             given = (token_counts or {}).get(column.name)
             hyp_lengths = np.asarray(given, dtype=float) if given is not None else words
@@ -107,7 +107,12 @@ class Features:
         return cls([c.name for c in columns], values, valid, counts)
 
 
-def _flat(nbest: NBest, name: str, words: np.ndarray, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:
+def _words(nbest: NBest) -> np.ndarray:
+    """The word count of every hypothesis, in ``nbest.texts()`` order."""
+    return np.fromiter((len(h.words) for u in nbest for h in u.hyps), dtype=float, count=nbest.num_hypotheses)
+
+
+def _flat(nbest: NBest, name: str, words: np.ndarray | None, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:
     """Column ``name`` of every hypothesis: the word count, the given flat array, or the hypotheses' scores. The
     word count's name is reserved: an input or LM column of that name is refused, not shadowed."""
     if name == WORD_COUNT_COLUMN:

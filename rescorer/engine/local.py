@@ -2,14 +2,13 @@
 memory, each batch's scores scattered back and finished sentences handed out as they come."""
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
+from ..bulk import paused_gc
 from ..scorers.rows import RowPool, expand
 from .batching import rows_in_budget
 from .progress import Progress
@@ -81,18 +80,6 @@ class Results:
                 scores.update((self.keys[s], (total, tokens[a : a + n]))
                               for s, total, a, n in zip(scored.tolist(), totals, starts.tolist(), counts.tolist()))
         return scores
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while many small lists are made (it would scan them again and again)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def compute(scorer: "Scorer", todo: Sequence[str], budget: int | None, stats: EngineStats,

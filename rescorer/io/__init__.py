@@ -7,6 +7,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
+from ..bulk import paused_gc
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import PATH, TEXT, Option, checked, keywords
 from ..types import CANONICAL, Hypothesis, NBest, Utterance
@@ -75,6 +76,7 @@ def detect_format(path: str | Path) -> str:
     raise NBestFormatError(path, 1, f"unknown N-best format (known: {', '.join(FORMATS)})", first)
 
 
+@paused_gc()
 def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = None,
                refs_fmt: str = "auto", **options) -> NBest:
     """Read an N-best list, and attach references.
@@ -119,7 +121,7 @@ def with_rank(nbest: NBest) -> NBest:
     """``nbest`` itself, or, where it carries no score at all (saved beam outputs, another system's lists), a copy
     whose order is its one column: ``rank`` = −ln(1 + position), 0 for the first hypothesis, −0.69 for the second,
     …; it ranks them as given and serves as the base that LM scores re-rank."""
-    if nbest.columns or not nbest.num_hypotheses:
+    if any(h.scores for u in nbest for h in u.hyps) or not nbest.num_hypotheses:
         return nbest
     return nbest.with_columns({RANK: [0.0 - math.log1p(k) for u in nbest for k in range(len(u.hyps))]})
 

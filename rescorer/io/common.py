@@ -93,10 +93,14 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode  # a record is a tree: no cycle to find
+
+
 def json_line(value: object) -> str:
     """``value`` as one line of JSON (UTF-8 kept), with the characters other tools take for line breaks (U+2028,
     U+2029, U+0085; JSON escapes the rest) escaped, so that any JSONL reader finds one record per line."""
-    return json.dumps(value, ensure_ascii=False).translate(LINE_BREAKERS)
+    line = _ENCODE(value)
+    return line if line.isascii() else line.translate(LINE_BREAKERS)
 
 
 def split_lines(text: str) -> list[str]:

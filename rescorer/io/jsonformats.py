@@ -97,7 +97,9 @@ def read_jsonl(path: str | Path) -> NBest:
 def jsonl_line(utt: Utterance) -> str:
     hyps = []
     for h in utt.hyps:
-        scores = {k: v if math.isfinite(v) else format_number(v) for k, v in h.scores.items()}  # "-inf": valid JSON
+        scores = h.scores
+        if not isinstance(scores, dict) or not math.isfinite(sum(scores.values())):  # rare: another mapping, or a
+            scores = {k: v if math.isfinite(v) else format_number(v) for k, v in scores.items()}  # ±inf ("-inf")
         item: dict[str, Any] = {"text": h.text, "scores": scores}
         if h.raw:
             item["raw"] = dict(h.raw)

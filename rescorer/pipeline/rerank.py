@@ -4,7 +4,7 @@ are references, the changed 1-bests always)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..report import Interval, SetReport
 from .scoring import reranking, score_nbest, set_perplexities
 
 RESCORE_COLUMN = "rescore"
+RERANK_BLOCK = 8192  # utterances whose totals are made Python numbers at a time
 
 
 @dataclass(frozen=True)
@@ -69,19 +70,27 @@ def in_order(nbest: NBest, prepared: ScoredSet, scorers: Mapping[str, BoundScore
 def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     """Hypotheses sorted by their interpolated total (stable: ties keep the toolkit's order), with a column for it."""
     scores = totals(features, weights)  # padding slots are −inf and come after an utterance's own: a stable sort
-    orders = np.argsort(-scores, axis=-1, kind="stable").tolist()  # keeps them last
-    values = scores.tolist()
-    utterances = []
-    for utt, order, total in zip(nbest, orders, values):
-        hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]]
-        utterances.append(utt.with_hyps(hyps))
+    utterances = []  # keeps them last
+    for start in range(0, len(nbest), RERANK_BLOCK):
+        block = scores[start : start + RERANK_BLOCK]
+        orders, values = np.argsort(-block, axis=-1, kind="stable").tolist(), block.tolist()
+        for utt, order, total in zip(nbest.utterances[start : start + RERANK_BLOCK], orders, values):
+            hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]]
+            utterances.append(utt.with_hyps(hyps))
     return nbest.with_utterances(utterances)
 
 
 def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
                   seed: int = 0) -> tuple[NBest, SetReport]:
-    """The re-ranked list under ``weights`` and what changed: with references, baseline, rescored and oracle
-    metric and the paired-bootstrap CI of the change; without, the counts."""
+    """The re-ranked list under ``weights`` and what changed (:func:`report_entry`)."""
+    _, entry = report_entry(scored, weights, metric, bootstrap, seed)
+    return reranked(scored.nbest, scored.features, weights), entry
+
+
+def report_entry(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
+                 seed: int = 0) -> tuple[np.ndarray, SetReport]:
+    """The rank of each utterance's new 1-best under ``weights`` and what changed: with references, baseline,
+    rescored and oracle metric and the paired-bootstrap CI of the change; without, the counts."""
     ranks = best_ranks(scored.features, weights)
     entry = SetReport(format=scored.nbest.fmt, utterances=len(scored.nbest), hypotheses=scored.nbest.num_hypotheses,
                       references=scored.stats is not None,
@@ -98,16 +107,43 @@ def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootst
                               p_better=ci["p_better"], samples=ci["samples"])
         entry.change = significance(ci["low"], ci["high"], metric.higher_is_better, len(scored.nbest), bootstrap,
                                     stats.score(ranks) == stats.score(base_ranks))
-    return reranked(scored.nbest, scored.features, weights), entry
+    return ranks, entry
 
 
 @dataclass(frozen=True)
 class Applied:
-    """One set after re-ranking: the list, its report entry and its changed 1-bests."""
+    """One set after re-ranking: its report entry and changed 1-bests. The re-ranked list is made when asked for,
+    so that a run writing many sets holds one re-ranked list at a time."""
 
-    nbest: NBest
+    scored: ScoredSet
+    weights: np.ndarray
     entry: SetReport
     changes: list[Change]
+
+    def nbest(self) -> NBest:
+        """The set re-ranked (made anew at each call)."""
+        return reranked(self.scored.nbest, self.scored.features, self.weights)
+
+
+class RerankedSets(Mapping[str, NBest]):
+    """Each set's re-ranked list by name, made on first access and kept."""
+
+    def __init__(self, applied: Mapping[str, Applied]):
+        self._applied, self._made = applied, {}
+
+    def __getitem__(self, name: str) -> NBest:
+        if name not in self._made:
+            self._made[name] = self._applied[name].nbest()
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._applied)
+
+    def __len__(self) -> int:
+        return len(self._applied)
+
+    def __repr__(self) -> str:
+        return f"RerankedSets({', '.join(self._applied)})"
 
 
 def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Metric,
@@ -116,18 +152,16 @@ def apply_all(prepared: Mapping[str, ScoredSet], weights: np.ndarray, metric: Me
     against the references where there are some; ``dev``: the set tuned on, if any)."""
     applied = {}
     for name, scored in prepared.items():
-        new, entry = apply_weights(scored, weights, metric, run.bootstrap, run.seed)
-        old = scored.nbest
-        changes = changed([u.id for u in old], old.select([0] * len(old)), new.select([0] * len(new)),
-                          [u.ref for u in old], metric)
+        ranks, entry = report_entry(scored, weights, metric, run.bootstrap, run.seed)
+        old, firsts = scored.nbest, scored.nbest.select(ranks)
+        changes = changed([u.id for u in old], old.select([0] * len(old)), firsts, [u.ref for u in old], metric)
         if scored.stats is not None:
             entry.better, entry.worse, entry.same = (sum(c.verdict == verdict for c in changes)
                                                      for verdict in ("better", "worse", "same"))
         entry.tuned_on_this_set = name == dev
         if name == dev:
             entry.change += " (tuned here)"
-        entry.ppl = {column: set_perplexities(old, scorer, scored.scores[column], "rescored_1best",
-                                              new.select([0] * len(new)))
+        entry.ppl = {column: set_perplexities(old, scorer, scored.scores[column], "rescored_1best", firsts)
                      for column, scorer in scorers.items()}
-        applied[name] = Applied(new, entry, changes)
+        applied[name] = Applied(scored, weights, entry, changes)
     return applied

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..bulk import paused_gc
 from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
 from ..engine import BoundScorer
@@ -24,7 +25,7 @@ from ..safetext import visible
 from ..types import NBest
 from .outputs import OutDir, checked_out_dir
 from ..report import Report, SearchSummary
-from .rerank import ScoredSet, apply_all, in_order, prepare
+from .rerank import RerankedSets, ScoredSet, apply_all, in_order, prepare
 from .results import write_results
 from .retuning import AUTO, decided, plan, retuned_alone
 from .scales import match_scales, search_warnings
@@ -49,7 +50,7 @@ class Rescored:
     re-ranked under the tuned weights (column ``rescore`` added) and the tuned rescorer (``tuned.yaml``)."""
 
     report: Report
-    nbests: dict[str, NBest]
+    nbests: Mapping[str, NBest]
     tuned: Tuned | None = None
 
     @property
@@ -67,6 +68,7 @@ class Rescored:
         return f"Rescored(weights={self.weights}, " + "; ".join(sets) + ")"
 
 
+@paused_gc()
 def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, *,
                    base: Column | None = None, columns: Sequence[Column] | None = None, search: Search = Search(),
                    tune_on: str | None = None, run: RunOptions = RunOptions(), data: str = "data",
@@ -111,6 +113,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                           warnings=[*mismatched, *found])
 
 
+@paused_gc()
 def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                 run: RunOptions = RunOptions(), data: str = "data", out_dir: str | Path | OutDir | None = None,
                 source: str | None = None) -> Rescored:
@@ -147,7 +150,7 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
         how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
         title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
         write_results(out_dir, report, applied, metric, tuned, title, result)
-    return Rescored(report, {name: a.nbest for name, a in applied.items()}, tuned)
+    return Rescored(report, RerankedSets(applied), tuned)
 
 
 def depth_warnings(depths: Mapping[str, int], tuned: Tuned) -> list[str]:

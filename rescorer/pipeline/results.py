@@ -27,7 +27,7 @@ def write_results(out_dir: OutDir, report: Report, applied: Mapping[str, Applied
     changes = {name: a.changes for name, a in applied.items()}
     with run_dir(out_dir) as out:
         for name, a in applied.items():
-            a.entry.outputs = write_rescored(a.nbest, out, name, metric)
+            a.entry.outputs = write_rescored(a.nbest(), out, name, metric)
         plot = None
         if result is not None and report.search is not None:
             names = [c.name for c in tuned.columns]

@@ -14,6 +14,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..bulk import paused_gc
 from ..changes import Change, changed
 from ..context import groups
 from ..engine import BoundScorer
@@ -268,12 +269,13 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
         result = job.finished(name, path)
         before = result is not None
         if result is None:
-            nbest = with_rank(read_nbest(path, fmt))
-            if not any(r.depth == nbest.depth for r in results.values()):  # each depth said once
-                for warning in depth_warnings({f"shard {name}": nbest.depth}, tuned):
-                    warn(visible(warning))
-            new, result = rerank_shard(nbest, tuned, scorers, metric, weights, chunk)
-            job.finish(name, path, new, result)
+            with paused_gc():
+                nbest = with_rank(read_nbest(path, fmt))
+                if not any(r.depth == nbest.depth for r in results.values()):  # each depth said once
+                    for warning in depth_warnings({f"shard {name}": nbest.depth}, tuned):
+                        warn(visible(warning))
+                new, result = rerank_shard(nbest, tuned, scorers, metric, weights, chunk)
+                job.finish(name, path, new, result)
             done_now, done_bytes = done_now + 1, done_bytes + sizes[path]
         kept += before
         results[name] = result
