@@ -133,10 +133,13 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return found
 
 
+_DECODE = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
+
+
 def load_json(text: str, path: str | os.PathLike, line: int | None = None) -> object:
     """``json.loads`` that rejects duplicate keys; errors name the file, line and text of that line."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return _DECODE(text)
     except json.JSONDecodeError as err:
         rows = split_lines(text) or [""]
         number = min(err.lineno, len(rows))
