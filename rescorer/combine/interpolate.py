@@ -96,15 +96,28 @@ class Features:
         column's ``token_counts`` if given, else by words."""
         columns = [base, *tuned]
         counts = np.array([len(u.hyps) for u in nbest], dtype=np.int64)
+        words = _words(nbest) if needs_words(columns) else None
+        lengths = [np.asarray(given, dtype=float) if (given := (token_counts or {}).get(c.name)) is not None
+                   else words for c in columns]
+        return cls.gathered(columns, counts, [_flat(nbest, c.name, words, flat_columns or {}) for c in columns],
+                            lengths)
+
+    @classmethod
+    def gathered(cls, columns: Sequence[Column], counts: np.ndarray, flat: Sequence[np.ndarray],
+                 lengths: Sequence[np.ndarray | None]) -> "Features":
+        """From each column's values of every hypothesis (``flat[k]``: ``[hypotheses]``, utterance by utterance,
+        ``counts[u]`` hypotheses each) and the lengths its penalty divides by (None: it has none)."""
         width = max(int(counts.max(initial=0)), 1)
         valid = np.arange(width)[None, :] < counts[:, None]
-        values = np.zeros((len(nbest), width, len(columns)))
-        words = _words(nbest) if any(c.name == WORD_COUNT_COLUMN or c.penalty != "none" for c in columns) else None
+        values = np.zeros((len(counts), width, len(columns)))
         for k, column in enumerate(columns):
-            given = (token_counts or {}).get(column.name)
-            hyp_lengths = np.asarray(given, dtype=float) if given is not None else words
-            values[..., k][valid] = column.penalise(_flat(nbest, column.name, words, flat_columns or {}), hyp_lengths)
+            values[..., k][valid] = column.penalise(flat[k], lengths[k])
         return cls([c.name for c in columns], values, valid, counts)
+
+
+def needs_words(columns: Sequence[Column]) -> bool:
+    """Whether combining ``columns`` needs each hypothesis' word count (the word bonus, or a length penalty)."""
+    return any(c.name == WORD_COUNT_COLUMN or c.penalty != "none" for c in columns)
 
 
 def _words(nbest: NBest) -> np.ndarray:

@@ -18,10 +18,10 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import NBestFormatError
 from ..files import write_lines, write_text
-from ..types import EMPTY, Hypothesis, NBest, Utterance
+from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
 from .common import (find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score, read_text,
                      require_ranks)
-from .target import NATIVE_KEY, Target, native_format
+from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
 _INT_ID = re.compile(r"0|[1-9][0-9]*")
@@ -63,13 +63,10 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 # ---------------------------------------------------------------- canonical JSONL
 def read_jsonl(path: str | Path) -> NBest:
     path = Path(path)
-    utterances, seen, header = [], set(), {}
+    utterances, seen, meta_of_list = [], set(), {}
     for number, obj in _json_lines(path):
-        if not utterances and not seen and isinstance(obj, dict) and set(obj) == {"nbest"}:
-            header = obj["nbest"]
-            if not isinstance(header, dict) or not isinstance(header.get("meta", {}), dict):
-                raise NBestFormatError(path, number, "'nbest' header must be {'fmt': str, 'meta': {str: str}}", obj)
-            _strings(header.get("meta", {}), path, number, "'nbest.meta'")
+        if not utterances and not seen and (found := header_meta(obj, path, number)) is not None:
+            meta_of_list = found
             continue
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
             raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
@@ -90,8 +87,27 @@ def read_jsonl(path: str | Path) -> NBest:
             raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
         meta = _strings(obj["meta"], path, number, "'meta'") if "meta" in obj else EMPTY
         utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
+    return NBest(utterances, fmt="jsonl", meta=meta_of_list, source=str(path))
+
+
+def header_meta(obj: Any, path: Path, number: int) -> dict[str, str] | None:
+    """The list's meta from a header line ``{"nbest": {"fmt": str, "meta": {str: str}}}`` (the format its raw
+    values and meta were read from under :data:`NATIVE_KEY`, unless ``jsonl``); None if ``obj`` is no header."""
+    if not isinstance(obj, dict) or set(obj) != {"nbest"}:
+        return None
+    header = obj["nbest"]
+    if not isinstance(header, dict) or not isinstance(header.get("meta", {}), dict):
+        raise NBestFormatError(path, number, "'nbest' header must be {'fmt': str, 'meta': {str: str}}", obj)
+    _strings(header.get("meta", {}), path, number, "'nbest.meta'")
     native = {NATIVE_KEY: header["fmt"]} if isinstance(header.get("fmt"), str) and header["fmt"] != "jsonl" else {}
-    return NBest(utterances, fmt="jsonl", meta={**header.get("meta", {}), **native}, source=str(path))
+    return {**header.get("meta", {}), **native}
+
+
+def header_lines(meta: Mapping[str, str], fmt: str = CANONICAL) -> list[str]:
+    """The header line of a list of format ``fmt`` with ``meta`` (none where it would say nothing)."""
+    native = meta.get(NATIVE_KEY) or fmt
+    kept = {k: v for k, v in meta.items() if k != NATIVE_KEY}
+    return [json.dumps({"nbest": {"fmt": native, "meta": kept}}) + "\n"] if kept or native != CANONICAL else []
 
 
 def jsonl_line(utt: Utterance) -> str:
@@ -116,10 +132,7 @@ def jsonl_line(utt: Utterance) -> str:
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
     """Every column, raw value and meta; the header names the format they were read from."""
-    meta = {k: v for k, v in nbest.meta.items() if k != NATIVE_KEY}
-    native = native_format(nbest)
-    header = [json.dumps({"nbest": {"fmt": native, "meta": meta}}) + "\n"] if meta or native != "jsonl" else []
-    write_lines(path, chain(header, (jsonl_line(u) + "\n" for u in nbest)))
+    write_lines(path, chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in nbest)))
 
 
 # ---------------------------------------------------------------- Sockeye 3

@@ -8,7 +8,7 @@ import glob
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -30,7 +30,8 @@ from ..report import Report, SetReport, write_report
 from ..report.html import write_html
 from ..report.summary import headline
 from ..safetext import visible
-from ..types import NBest
+from ..types import CANONICAL, NBest
+from .linewise import NotPlain, rerank_lines
 from .outputs import check_apart
 from .rerank import prepare, in_order, reranked
 from .rescore import depth_warnings
@@ -186,6 +187,22 @@ def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer],
     return nbest.with_utterances(utterances), ShardResult(entry, changes, time.perf_counter() - start, nbest.depth)
 
 
+def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
+                weights: np.ndarray, chunk: int) -> ShardResult:
+    """Shard ``source`` re-ranked into ``out`` (in its format, atomically): a plain canonical JSONL shard line by
+    line (:mod:`rescorer.pipeline.linewise`), any other read whole."""
+    start = time.perf_counter()
+    if (detect_format(source) if fmt == "auto" else fmt) == CANONICAL:
+        try:
+            tally = rerank_lines(source, out, tuned, scorers, metric, weights, chunk, EXAMPLES)
+            return ShardResult(tally.entry(), tally.changes, time.perf_counter() - start, tally.depth)
+        except NotPlain:
+            pass
+    new, result = rerank_shard(with_rank(read_nbest(source, fmt)), tuned, scorers, metric, weights, chunk)
+    write_nbest(new, out)
+    return replace(result, seconds=time.perf_counter() - start)
+
+
 @dataclass(frozen=True)
 class Job:
     """A sharded apply's ``out_dir``: where each shard's output and record go, and the job they belong to."""
@@ -211,10 +228,9 @@ class Job:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def finish(self, name: str, source: Path, nbest: NBest, result: ShardResult) -> None:
-        """Write the shard's output (atomically), then its record: a shard killed before its record is redone."""
+    def finish(self, name: str, source: Path, result: ShardResult) -> None:
+        """Record shard ``name`` as finished, its output written: a shard killed before its record is redone."""
         path = self.output(name)
-        write_nbest(nbest, path)
         result.entry.outputs = {"native": str(path)}
         write_text(self.record(name), json.dumps({
             "job": self.key, "input": stamp(source), "output": digest(path), "seconds": result.seconds,
@@ -270,12 +286,11 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
         before = result is not None
         if result is None:
             with paused_gc():
-                nbest = with_rank(read_nbest(path, fmt))
-                if not any(r.depth == nbest.depth for r in results.values()):  # each depth said once
-                    for warning in depth_warnings({f"shard {name}": nbest.depth}, tuned):
-                        warn(visible(warning))
-                new, result = rerank_shard(nbest, tuned, scorers, metric, weights, chunk)
-                job.finish(name, path, new, result)
+                result = rerank_file(path, job.output(name), fmt, tuned, scorers, metric, weights, chunk)
+            if not any(r.depth == result.depth for r in results.values()):  # each depth said once
+                for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
+                    warn(visible(warning))
+            job.finish(name, path, result)
             done_now, done_bytes = done_now + 1, done_bytes + sizes[path]
         kept += before
         results[name] = result
