@@ -1,9 +1,9 @@
 """A canonical JSONL shard re-ranked as it is read, a piece at a time, without a Python object per hypothesis: each
 line's hypotheses sorted by their interpolated total (stable) and written back with it as column ``rescore``. The
 bytes are those of reading the shard, re-ranking it and writing it back (:mod:`rescorer.pipeline.shards`). A shard
-that is not plain goes that way instead: a header line, raw values, meta or tokens, an id that is not a string, an
-integer or non-finite score, a hypothesis without a column the weights use, a scorer with context, anything that
-reader would refuse."""
+that is not plain goes that way instead: an id that is not a string, an integer, infinite or non-numeric score (the
+reader converts or refuses them), a key given twice, an empty ``raw`` or ``meta``, a hypothesis without a column the
+weights use, a scorer that reads context."""
 from __future__ import annotations
 
 import json
@@ -29,8 +29,10 @@ from .rerank import RESCORE_COLUMN
 from .tuned import Tuned
 
 UTTERANCE_KEYS = frozenset({"id", "ref", "hyps", "meta"})
+REF_TYPES = (str, type(None))
 HYPOTHESIS_KEYS = frozenset(("text", "scores", *extra) for extra in (  # in the order they are written
-    (), ("raw",), ("tokens",), ("meta",), ("raw", "tokens"), ("raw", "meta"), ("tokens", "meta"), ("raw", "tokens", "meta")))
+    (), ("raw",), ("tokens",), ("meta",), ("raw", "tokens"), ("raw", "meta"), ("tokens", "meta"),
+    ("raw", "tokens", "meta")))
 
 
 class NotPlain(Exception):
@@ -111,7 +113,7 @@ def _plain(obj: Any, line: str, seen: set[str]) -> dict:
     str, "scores": {name: finite float}, "raw"?: {name: str}, "tokens"?: str, "meta"?: {str: str}}], "meta"?: {str:
     str}}`` (the optional keys in this order, their objects not empty), its id new, no key twice in an object."""
     if type(obj) is not dict or not obj.keys() <= UTTERANCE_KEYS or type(obj.get("id")) is not str \
-            or obj["id"] in seen or type(obj.get("hyps")) is not list or type(obj.get("ref", "")) not in (str, type(None)):
+            or obj["id"] in seen or type(obj.get("hyps")) is not list or type(obj.get("ref", "")) not in REF_TYPES:
         raise NotPlain
     seen.add(obj["id"])
     keys = len(obj) + (_strings(obj["meta"]) if "meta" in obj else 0)
@@ -147,8 +149,8 @@ def _reranked(part: list[dict], tuned: Tuned, scorers: Mapping[str, BoundScorer]
     hyps = [hyp for utt in part for hyp in utt["hyps"]]
     counts = np.fromiter((len(utt["hyps"]) for utt in part), dtype=np.int64, count=len(part))
     added = {name: scorer.compute([hyp["text"] for hyp in hyps]) for name, scorer in scorers.items()}
-    if added and any(name in hyp["scores"] for hyp in hyps for name in added):  # refused there: it would replace the input's
-        raise NotPlain
+    if added and any(name in hyp["scores"] for hyp in hyps for name in added):  # refused there: it would replace
+        raise NotPlain  # an input column
     features = _features(hyps, counts, tuned, added)
     scores = totals(features, weights)
     for i, (hyp, total) in enumerate(zip(hyps, scores[features.valid].tolist())):  # the decoded line is ours to change
@@ -163,8 +165,10 @@ def _reranked(part: list[dict], tuned: Tuned, scorers: Mapping[str, BoundScorer]
         new = [given[k] for k in order[: len(given)]]
         before.append(given[0]["text"] if given else "")
         after.append(new[0]["text"] if new else "")
-        yield json_line({"id": utt["id"], "ref": utt.get("ref"), "hyps": new, **({"meta": utt["meta"]} if "meta" in utt
-                                                                                else {})}) + "\n"
+        written = {"id": utt["id"], "ref": utt.get("ref"), "hyps": new}
+        if "meta" in utt:
+            written["meta"] = utt["meta"]
+        yield json_line(written) + "\n"
     found = changed([utt["id"] for utt in part], before, after, [utt.get("ref") for utt in part], metric)
     tally.utterances, tally.hypotheses = tally.utterances + len(part), tally.hypotheses + len(hyps)
     tally.depth, tally.changed = max(tally.depth, int(counts.max(initial=0))), tally.changed + len(found)
