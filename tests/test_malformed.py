@@ -206,6 +206,17 @@ DUPLICATES = [
     case("kaldi-rank-leading-zero", kaldi(words=["utt1-01 a b"], acwt=["utt1-01 12.5"]), "nb", "kaldi",
          "words_text:1", "utt1-01"),
     case("jsonl-duplicate-id", jsonl(JSONL_OK, JSONL_OK), "nbest.jsonl", "jsonl", "nbest.jsonl:2", "u1"),
+    case("jsonl-score-given-twice", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"text": "c", "scores": {"am": -1.0, '
+                                          '"am": -2.0}}]}'), "nbest.jsonl", "jsonl", "nbest.jsonl:2", "am"),
+    case("jsonl-text-given-twice-spaced", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"text" : "c", "text": "d", '
+                                                '"scores": {"am": -1.0}}]}'), "nbest.jsonl", "jsonl",
+         "nbest.jsonl:2", "text"),
+    case("jsonl-id-given-twice-with-a-colon-in-a-text",
+         jsonl(JSONL_OK, '{"id": "u2", "id": "u3", "hyps": [{"text": "a: b", "scores": {"am": -1.0}}]}'),
+         "nbest.jsonl", "jsonl", "nbest.jsonl:2", "id"),
+    case("jsonl-key-twice-and-no-text", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"scores": {"am": -1.0, '
+                                              '"am": -2.0}}]}'), "nbest.jsonl", "jsonl", "nbest.jsonl:2",
+         "duplicate JSON key"),
     case("sockeye-duplicate-sentence-id",
          sockeye('{"sentence_id": 7, "translation": "a", "score": 0.5}',
                  '{"sentence_id": 7, "translation": "b", "score": 0.7}'), "out.json", "sockeye", "out.json:2", "7"),

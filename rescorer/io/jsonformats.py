@@ -19,8 +19,8 @@ from typing import Any, Iterator, Mapping
 from ..errors import NBestFormatError
 from ..files import write_lines, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
-from .common import (find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score, read_text,
-                     require_ranks)
+from .common import (check_keys, find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score,
+                     read_text, require_ranks)
 from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
@@ -64,30 +64,46 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 def read_jsonl(path: str | Path) -> NBest:
     path = Path(path)
     utterances, seen, meta_of_list = [], set(), {}
-    for number, obj in _json_lines(path):
-        if not utterances and not seen and (found := header_meta(obj, path, number)) is not None:
-            meta_of_list = found
+    for number, line in iter_lines(path):
+        if not line.strip():
             continue
-        if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
-            raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
-        uid = str(obj["id"])
-        if uid in seen:
-            raise NBestFormatError(path, number, "duplicate utterance id", uid)
-        seen.add(uid)
-        hyps = []
-        for h in obj["hyps"]:
-            if not isinstance(h, dict) or not isinstance(h.get("text"), str):
-                raise NBestFormatError(path, number, "hypothesis lacks a 'text' string", h)
-            raw = _strings(h["raw"], path, number, "'raw'") if "raw" in h else EMPTY
-            meta = _strings(h["meta"], path, number, "'meta'") if "meta" in h else EMPTY
-            hyps.append(Hypothesis(h["text"], _scores(h.get("scores", EMPTY), path, number), raw, h.get("tokens"),
-                                   meta))
-        ref = obj.get("ref")
-        if ref is not None and not isinstance(ref, str):
-            raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
-        meta = _strings(obj["meta"], path, number, "'meta'") if "meta" in obj else EMPTY
-        utterances.append(Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"))
+        obj = load_json(line, path, number, strict=False)
+        try:
+            if not utterances and not seen and (found := header_meta(obj, path, number)) is not None:
+                meta_of_list = found
+                load_json(line, path, number)
+                continue
+            utterance, keys = _utterance(obj, path, number, seen)
+        except NBestFormatError:
+            load_json(line, path, number)  # a key given twice is said first
+            raise
+        check_keys(line, keys, path, number)
+        utterances.append(utterance)
     return NBest(utterances, fmt="jsonl", meta=meta_of_list, source=str(path))
+
+
+def _utterance(obj: Any, path: Path, number: int, seen: set[str]) -> tuple[Utterance, int]:
+    """The utterance of line ``number`` (its id not in ``seen``, then added), and how many keys its objects hold."""
+    if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
+        raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
+    uid = str(obj["id"])
+    if uid in seen:
+        raise NBestFormatError(path, number, "duplicate utterance id", uid)
+    seen.add(uid)
+    hyps, keys = [], len(obj)
+    for h in obj["hyps"]:
+        if not isinstance(h, dict) or not isinstance(h.get("text"), str):
+            raise NBestFormatError(path, number, "hypothesis lacks a 'text' string", h)
+        raw = _strings(h["raw"], path, number, "'raw'") if "raw" in h else EMPTY
+        meta = _strings(h["meta"], path, number, "'meta'") if "meta" in h else EMPTY
+        scores = _scores(h.get("scores", EMPTY), path, number)
+        hyps.append(Hypothesis(h["text"], scores, raw, h.get("tokens"), meta))
+        keys += len(h) + len(h.get("scores", EMPTY)) + len(raw) + len(meta)
+    ref = obj.get("ref")
+    if ref is not None and not isinstance(ref, str):
+        raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
+    meta = _strings(obj["meta"], path, number, "'meta'") if "meta" in obj else EMPTY
+    return Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"), keys + len(meta)
 
 
 def header_meta(obj: Any, path: Path, number: int) -> dict[str, str] | None:

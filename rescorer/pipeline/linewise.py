@@ -20,7 +20,7 @@ from ..combine.interpolate import WORD_COUNT_COLUMN, needs_words
 from ..engine import BoundScorer
 from ..errors import NBestFormatError
 from ..files import write_lines
-from ..io.common import iter_lines, json_line, strict_decoder
+from ..io.common import check_keys, iter_lines, json_line
 from ..io.jsonformats import header_lines, header_meta
 from ..metrics import Metric
 from ..report import SetReport
@@ -44,7 +44,6 @@ def _not_plain(_: str) -> Any:
 
 
 _DECODE = json.JSONDecoder(parse_int=_not_plain, parse_constant=_not_plain).decode  # an integer or NaN: not plain
-_STRICT = strict_decoder()
 
 
 @dataclass
@@ -96,7 +95,8 @@ def _parts(source: Path, chunk: int, header: list[str]) -> Iterator[list[dict]]:
             if not seen and (meta := header_meta(obj, source, number)) is not None:
                 header[:] = header_lines(meta)
                 continue
-            part.append(_plain(obj, line, seen))
+            check_keys(line, _plain(obj, line, seen), source, number)
+            part.append(obj)
             if len(part) == chunk:
                 yield part
                 part = []
@@ -108,10 +108,10 @@ def _parts(source: Path, chunk: int, header: list[str]) -> Iterator[list[dict]]:
         yield part
 
 
-def _plain(obj: Any, line: str, seen: set[str]) -> dict:
-    """``obj``, decoded from ``line``, if it is a plain utterance: ``{"id": str, "ref": str|null, "hyps": [{"text":
+def _plain(obj: Any, line: str, seen: set[str]) -> int:
+    """How many keys the objects of ``obj`` (decoded from ``line``) hold, if it is a plain utterance: ``{"id": str, "ref": str|null, "hyps": [{"text":
     str, "scores": {name: finite float}, "raw"?: {name: str}, "tokens"?: str, "meta"?: {str: str}}], "meta"?: {str:
-    str}}`` (the optional keys in this order, their objects not empty), its id new, no key twice in an object."""
+    str}}`` (the optional keys in this order, their objects not empty), its id new."""
     if type(obj) is not dict or not obj.keys() <= UTTERANCE_KEYS or type(obj.get("id")) is not str \
             or obj["id"] in seen or type(obj.get("hyps")) is not list or type(obj.get("ref", "")) not in REF_TYPES:
         raise NotPlain
@@ -131,9 +131,7 @@ def _plain(obj: Any, line: str, seen: set[str]) -> dict:
     if ("true" in line or "false" in line) and any(type(value) is bool for hyp in obj["hyps"]
                                                    for value in hyp["scores"].values()):
         raise NotPlain
-    if line.count(":") != keys:  # each key has its colon: more are in strings, or keys came twice (then ValueError)
-        _STRICT(line)
-    return obj
+    return keys
 
 
 def _strings(value: Any) -> int:
