@@ -20,6 +20,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 from sacrebleu.metrics import BLEU
 
+from .bulk import paused_gc
 from .errors import ConfigError, UnknownNameError, check_known
 from .options import keywords
 from .types import NBest
@@ -218,6 +219,7 @@ class NBestStats:
     lengths: np.ndarray
 
     @classmethod
+    @paused_gc()  # a list of word lists per chunk of hypotheses
     def compute(cls, nbest: NBest, metric: Metric) -> "NBestStats":
         if not nbest.has_refs:
             missing = next(u for u in nbest if u.ref is None)

@@ -68,7 +68,6 @@ class Rescored:
         return f"Rescored(weights={self.weights}, " + "; ".join(sets) + ")"
 
 
-@paused_gc()
 def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer], metric: Metric, *,
                    base: Column | None = None, columns: Sequence[Column] | None = None, search: Search = Search(),
                    tune_on: str | None = None, run: RunOptions = RunOptions(), data: str = "data",
@@ -113,7 +112,6 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                           warnings=[*mismatched, *found])
 
 
-@paused_gc()
 def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                 run: RunOptions = RunOptions(), data: str = "data", out_dir: str | Path | OutDir | None = None,
                 source: str | None = None) -> Rescored:
@@ -131,6 +129,7 @@ def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, B
                           notes=context_notes(scorers, sets), warnings=warnings)
 
 
+@paused_gc()  # many small objects: the re-ranked lists, the report
 def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet], tuned: Tuned,
                    scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
                    out_dir: OutDir | None, result: SearchResult | None = None, source: str | None = None,
