@@ -109,6 +109,7 @@ NOT_PLAIN = {
     "tokens null": [{"id": "u", "hyps": [{**hypothesis(), "tokens": None}]}],
     "meta before scores": [{"id": "u", "hyps": [{"text": "a", "meta": {"n": "1"}, "scores": {"score": -1.0}}]}],
     "a header after an utterance": [{"id": "u", "hyps": [hypothesis()]}, '{"nbest": {"fmt": "jsonl"}}'],
+    "a key twice in the header": ['{"nbest": {"fmt": "jsonl", "fmt": "moses"}}', {"id": "u", "hyps": [hypothesis()]}],
     "an integer score": [{"id": "u", "hyps": [hypothesis(score=-2)]}],
     "a -inf score": [{"id": "u", "hyps": [hypothesis(score="-inf")]}],
     "a NaN score": ['{"id": "u", "hyps": [{"text": "a", "scores": {"score": NaN}}]}'],

@@ -20,7 +20,7 @@ from ..combine.interpolate import WORD_COUNT_COLUMN, needs_words
 from ..engine import BoundScorer
 from ..errors import NBestFormatError
 from ..files import write_lines
-from ..io.common import check_keys, iter_lines, json_line
+from ..io.common import check_keys, iter_lines, json_line, load_json
 from ..io.jsonformats import header_lines, header_meta
 from ..metrics import Metric
 from ..report import SetReport
@@ -93,6 +93,7 @@ def _parts(source: Path, chunk: int, header: list[str]) -> Iterator[list[dict]]:
                 continue
             obj = _DECODE(line)
             if not seen and (meta := header_meta(obj, source, number)) is not None:
+                load_json(line, source, number)  # no key twice
                 header[:] = header_lines(meta)
                 continue
             check_keys(line, _plain(obj, line, seen), source, number)
@@ -109,9 +110,10 @@ def _parts(source: Path, chunk: int, header: list[str]) -> Iterator[list[dict]]:
 
 
 def _plain(obj: Any, line: str, seen: set[str]) -> int:
-    """How many keys the objects of ``obj`` (decoded from ``line``) hold, if it is a plain utterance: ``{"id": str, "ref": str|null, "hyps": [{"text":
-    str, "scores": {name: finite float}, "raw"?: {name: str}, "tokens"?: str, "meta"?: {str: str}}], "meta"?: {str:
-    str}}`` (the optional keys in this order, their objects not empty), its id new."""
+    """How many keys the objects of ``obj`` (decoded from ``line``) hold, if it is a plain utterance: ``{"id": str,
+    "ref": str|null, "hyps": [{"text": str, "scores": {name: finite float}, "raw"?: {name: str}, "tokens"?: str,
+    "meta"?: {str: str}}], "meta"?: {str: str}}`` (the optional keys in this order, their objects not empty), its id
+    new."""
     if type(obj) is not dict or not obj.keys() <= UTTERANCE_KEYS or type(obj.get("id")) is not str \
             or obj["id"] in seen or type(obj.get("hyps")) is not list or type(obj.get("ref", "")) not in REF_TYPES:
         raise NotPlain
