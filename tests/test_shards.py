@@ -135,8 +135,18 @@ def digests(root: Path) -> dict[str, tuple[int, str]]:
             for p in sorted((root / "shards").iterdir())}
 
 
-def test_a_killed_apply_reruns_only_unfinished_shards_and_ends_as_an_uninterrupted_one(demo_shards, tuned,
-                                                                                      tmp_path):
+@pytest.fixture(scope="module")
+def tuned_on_columns(demo_shards) -> Path:
+    """A tuned.yaml on the lists' own columns, no LM: its JSONL shards are re-ranked line by line."""
+    rescorer.rescore(sets={"dev": {"nbest": str(demo_shards / "dev.jsonl")}}, columns={"ctc": {}, "lm": {}},
+                     bootstrap=10, out_dir=demo_shards / "tuned_on_columns")
+    return demo_shards / "tuned_on_columns" / "tuned.yaml"
+
+
+@pytest.mark.parametrize("weights", ["tuned", "tuned_on_columns"])  # with an LM reading context; line by line
+def test_a_killed_apply_reruns_only_unfinished_shards_and_ends_as_an_uninterrupted_one(demo_shards, weights,
+                                                                                      request, tmp_path):
+    tuned = request.getfixturevalue(weights)
     nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
     for k in range(20):
         write_nbest(nbest.with_utterances(nbest.utterances[2 * k : 2 * k + 2]), tmp_path / "in" / f"{k:02d}.jsonl")
