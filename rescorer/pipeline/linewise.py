@@ -119,13 +119,12 @@ def _plain(obj: Any, line: str, seen: set[str]) -> int:
         raise NotPlain
     seen.add(obj["id"])
     keys = len(obj) + (_strings(obj["meta"]) if "meta" in obj else 0)
+    finite = math.isfinite
     for hyp in obj["hyps"]:
         if type(hyp) is not dict or tuple(hyp) not in HYPOTHESIS_KEYS or type(hyp["text"]) is not str \
-                or type(hyp["scores"]) is not dict:
+                or type(scores := hyp["scores"]) is not dict or not finite(sum(scores.values())):  # no number: TypeError
             raise NotPlain
-        keys += len(hyp) + len(hyp["scores"])
-        if not math.isfinite(sum(hyp["scores"].values())):  # a value that is no number: TypeError
-            raise NotPlain
+        keys += len(hyp) + len(scores)
         if len(hyp) > 2:
             keys += sum(_strings(hyp[name]) for name in ("raw", "meta") if name in hyp)
             if type(hyp.get("tokens", "")) is not str:
