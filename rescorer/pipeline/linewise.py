@@ -35,6 +35,9 @@ HYPOTHESIS_KEYS = frozenset(("text", "scores", *extra) for extra in (  # in the 
     ("raw", "tokens", "meta")))
 
 
+PIECE = 1024  # utterances re-ranked together when nothing is scored: a piece stays in the processor's caches
+
+
 class NotPlain(Exception):
     """The shard needs the general path (read whole, re-ranked, written)."""
 
@@ -69,7 +72,8 @@ def rerank_lines(source: Path, out: Path, tuned: Tuned, scorers: Mapping[str, Bo
     if any(scorer.context is not None for scorer in scorers.values()):
         raise NotPlain
     tally = Tally()
-    write_lines(out, _written(source, chunk, tuned, scorers, metric, weights, tally, examples))
+    piece = chunk if scorers else min(chunk, PIECE)
+    write_lines(out, _written(source, piece, tuned, scorers, metric, weights, tally, examples))
     return tally
 
 
