@@ -225,14 +225,18 @@ def test_apply_right_after_rescore_reuses_its_scorers_and_store(tmp_path, tiny_c
     assert calls and fresh.nbests["test_clean"] == result.nbests["test_clean"]  # a new scorer, no store: computed
 
 
-def test_a_jsonl_set_is_written_once_and_its_canonical_copy_has_the_same_bytes(tmp_path):
+def test_a_jsonl_set_written_as_it_is_reranked_is_the_whole_reranked_list_written_once_and_copied(tmp_path):
     source = tmp_path / "dev.jsonl"
     rescorer.write_nbest(read_demo("dev_other"), source, "jsonl")
-    result = rescorer.rescore(sets={"dev": str(source)}, columns={"ctc": {"range": [0, 1], "step": 0.5}},
+    result = rescorer.rescore(sets={"dev": str(source)}, columns={"ctc": {"range": [0, 1], "step": 0.5},
+                                                                  "lm": {"range": [1, 1]}},
                               bootstrap=10, out_dir=tmp_path / "out", retune=None)
+    assert result.report.sets["dev"].changed_1best > 0  # re-ranked, not only given a column
     outputs = json.loads((tmp_path / "out" / "report.json").read_text())["sets"]["dev"]["outputs"]
     native, canonical = Path(outputs["native"]), Path(outputs["jsonl"])
     assert native != canonical and native.read_bytes() == canonical.read_bytes()
     rescorer.write_nbest(result.nbests["dev"], tmp_path / "again.jsonl")
     assert canonical.read_bytes() == (tmp_path / "again.jsonl").read_bytes()
     assert rescorer.read_nbest(canonical).texts() == result.nbests["dev"].texts()
+    best = [f"{u.id} {u.hyps[0].text}" for u in result.nbests["dev"]]
+    assert Path(outputs["1best"]).read_text().splitlines() == best

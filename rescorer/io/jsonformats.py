@@ -14,7 +14,7 @@ import math
 import re
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import NBestFormatError
 from ..files import write_lines, write_text
@@ -148,7 +148,13 @@ def jsonl_line(utt: Utterance) -> str:
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
     """Every column, raw value and meta; the header names the format they were read from."""
-    write_lines(path, chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in nbest)))
+    write_lines(path, jsonl_lines(nbest))
+
+
+def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> Iterator[str]:
+    """The lines of ``nbest`` as canonical JSONL, made one at a time (``utterances``: others in place of its own,
+    such as its utterances re-ranked, made as they are written)."""
+    return chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in (nbest if utterances is None else utterances)))
 
 
 # ---------------------------------------------------------------- Sockeye 3

@@ -6,17 +6,18 @@ import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
-from ..files import atomic_dir, copy_file, write_text
+from ..files import atomic_dir, copy_file, write_lines, write_text
 from ..io import CANONICAL, REGISTRY, write_nbest
 from ..io.formats import facts
 from ..io.common import id_lines, text_lines
+from ..io.jsonformats import jsonl_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
-from ..types import NBest
+from ..types import NBest, Utterance
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
@@ -133,16 +134,23 @@ def run_dir(out: OutDir) -> Iterator[RunDir]:
 
 
 
-def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]:
+def write_scored(nbest: NBest, out: RunDir | Path, name: str,
+                 utterances: Iterable[Utterance] | None = None) -> dict[str, Path]:
     """The set in its own format (``out_dir/name/``) and as canonical JSONL (``out_dir/name.jsonl``), never outside
-    ``out`` (a run's staging directory, or a plain directory)."""
+    ``out`` (a run's staging directory, or a plain directory). ``utterances``: others in place of its own (its
+    utterances re-ranked), made as they are written: a canonical JSONL set is then never whole in memory."""
     out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
     source = Path(nbest.source)
     named = source.name or f"nbest.{nbest.fmt}"
     native = out.path(name, "nbest" if facts(nbest.fmt).directory else
                       f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
     jsonl = out.path(f"{name}.jsonl")
-    write_nbest(nbest, native)
+    if utterances is not None and nbest.fmt != CANONICAL:  # another format is written from the whole list
+        nbest, utterances = nbest.with_utterances(list(utterances)), None
+    if utterances is None:
+        write_nbest(nbest, native)
+    else:
+        write_lines(native, jsonl_lines(nbest, utterances))
     if nbest.fmt == CANONICAL:  # the same bytes: written once, copied
         copy_file(native, jsonl)
     else:
@@ -150,9 +158,10 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]
     return {"native": native, CANONICAL: jsonl}  # the keys of report.json's outputs
 
 
-def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
-    """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT."""
-    best = nbest.select([0] * len(nbest))
+def write_1best(nbest: NBest, path: Path, with_ids: bool, best: Sequence[str] | None = None) -> None:
+    """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT (``best``: other
+    texts, one per utterance, in place of its first hypotheses)."""
+    best = nbest.select([0] * len(nbest)) if best is None else best
     if with_ids:
         check_line_ids(nbest, path)
     body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else text_lines(best, path)

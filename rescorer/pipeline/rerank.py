@@ -14,7 +14,7 @@ from ..combine.interpolate import best_ranks
 from ..engine import BoundScorer, ScoredTexts
 from ..metrics import Metric, NBestStats, paired_bootstrap, significance
 from ..options import RunOptions
-from ..types import NBest
+from ..types import NBest, Utterance
 from ..report import Interval, SetReport
 from .scoring import reranking, score_nbest, set_perplexities
 
@@ -69,15 +69,17 @@ def in_order(nbest: NBest, prepared: ScoredSet, scorers: Mapping[str, BoundScore
 
 def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     """Hypotheses sorted by their interpolated total (stable: ties keep the toolkit's order), with a column for it."""
+    return nbest.with_utterances(list(reranked_utterances(nbest, features, weights)))
+
+
+def reranked_utterances(nbest: NBest, features: Features, weights: np.ndarray) -> Iterator[Utterance]:
+    """The utterances of :func:`reranked`, made one block at a time as they are asked for."""
     scores = totals(features, weights)  # padding slots are −inf and come after an utterance's own: a stable sort
-    utterances = []  # keeps them last
-    for start in range(0, len(nbest), RERANK_BLOCK):
+    for start in range(0, len(nbest), RERANK_BLOCK):  # keeps them last
         block = scores[start : start + RERANK_BLOCK]
         orders, values = np.argsort(-block, axis=-1, kind="stable").tolist(), block.tolist()
         for utt, order, total in zip(nbest.utterances[start : start + RERANK_BLOCK], orders, values):
-            hyps = [utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]]
-            utterances.append(utt.with_hyps(hyps))
-    return nbest.with_utterances(utterances)
+            yield utt.with_hyps([utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]])
 
 
 def apply_weights(scored: ScoredSet, weights: np.ndarray, metric: Metric, bootstrap: int = 1000,
@@ -123,6 +125,14 @@ class Applied:
     def nbest(self) -> NBest:
         """The set re-ranked (made anew at each call)."""
         return reranked(self.scored.nbest, self.scored.features, self.weights)
+
+    def utterances(self) -> Iterator[Utterance]:
+        """The re-ranked utterances, made a block at a time as they are asked for."""
+        return reranked_utterances(self.scored.nbest, self.scored.features, self.weights)
+
+    def firsts(self) -> list[str]:
+        """The re-ranked 1-best texts."""
+        return self.scored.nbest.select(best_ranks(self.scored.features, self.weights))
 
 
 class RerankedSets(Mapping[str, NBest]):

@@ -13,7 +13,7 @@ from ..metrics import Metric
 from ..report.plots import unplotted, weight_plot
 from ..report import write_report
 from ..report.summary import summary
-from ..types import NBest
+from ..types import CANONICAL
 from .outputs import ONE_BEST, OutDir, RunDir, run_dir, write_1best, write_scored, write_toolkit_1best
 from ..report import Report
 from .rerank import Applied
@@ -27,7 +27,7 @@ def write_results(out_dir: OutDir, report: Report, applied: Mapping[str, Applied
     changes = {name: a.changes for name, a in applied.items()}
     with run_dir(out_dir) as out:
         for name, a in applied.items():
-            a.entry.outputs = write_rescored(a.nbest(), out, name, metric)
+            a.entry.outputs = write_rescored(a, out, name, metric)
         plot = None
         if result is not None and report.search is not None:
             names = [c.name for c in tuned.columns]
@@ -56,11 +56,15 @@ def context_labels(tuned: Tuned) -> dict[str, str]:
     return labels
 
 
-def write_rescored(nbest: NBest, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
-    """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be."""
-    written: dict[str, Path] = {**write_scored(nbest, out, name), "1best": out.path(name, ONE_BEST)}
-    write_1best(nbest, written["1best"], with_ids=metric.name == "wer")
-    toolkit = write_toolkit_1best(nbest, out.path(name))
+def write_rescored(applied: Applied, out: RunDir, name: str, metric: Metric) -> dict[str, str]:
+    """The re-ranked set in its format, as JSONL and as 1-best text (with ids for ASR); where each will be. A canonical
+    JSONL set is written as it is re-ranked, a block at a time: its re-ranked list is never whole in memory."""
+    streamed = applied.scored.nbest.fmt == CANONICAL
+    nbest = applied.scored.nbest if streamed else applied.nbest()
+    written: dict[str, Path] = {**write_scored(nbest, out, name, applied.utterances() if streamed else None),
+                                "1best": out.path(name, ONE_BEST)}
+    write_1best(nbest, written["1best"], with_ids=metric.name == "wer", best=applied.firsts())
+    toolkit = write_toolkit_1best(nbest, out.path(name))  # none for JSONL: its 1-best file is 1best.txt
     if toolkit is not None:
         written["toolkit_1best"] = toolkit
     return {kind: out.shown(path) for kind, path in written.items()}
