@@ -154,7 +154,8 @@ def write_jsonl(nbest: NBest, path: str | Path) -> None:
 def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> Iterator[str]:
     """The lines of ``nbest`` as canonical JSONL, made one at a time (``utterances``: others in place of its own,
     such as its utterances re-ranked, made as they are written)."""
-    return chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in (nbest if utterances is None else utterances)))
+    body = nbest if utterances is None else utterances
+    return chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in body))
 
 
 # ---------------------------------------------------------------- Sockeye 3
