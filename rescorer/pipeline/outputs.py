@@ -150,7 +150,7 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str,
     if utterances is None:
         write_nbest(nbest, native)
     else:
-        write_lines(native, jsonl_lines(nbest, utterances))
+        write_lines(native, jsonl_lines(nbest, utterances))  # canonical JSONL holds any list: nothing to refuse
     if nbest.fmt == CANONICAL:  # the same bytes: written once, copied
         copy_file(native, jsonl)
     else:
