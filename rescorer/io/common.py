@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import special_kind
@@ -133,13 +133,8 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return found
 
 
-def strict_decoder(**hooks: Any) -> Callable[[str], Any]:
-    """``json.loads`` of one document that refuses a key seen twice in an object (``ValueError``), with
-    ``json.JSONDecoder``'s other ``hooks``."""
-    return json.JSONDecoder(object_pairs_hook=_no_duplicates, **hooks).decode
-
-
-_STRICT, _PLAIN = strict_decoder(), json.JSONDecoder().decode
+_STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode  # a key seen twice: _DuplicateKey
+_PLAIN = json.JSONDecoder().decode
 
 
 def load_json(text: str, path: str | os.PathLike, line: int | None = None, strict: bool = True) -> object:

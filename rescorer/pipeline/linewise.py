@@ -25,7 +25,7 @@ from ..io.jsonformats import header_lines, header_meta
 from ..metrics import Metric
 from ..report import SetReport
 from ..types import CANONICAL
-from .rerank import RESCORE_COLUMN
+from .rerank import RESCORE_COLUMN, best_first
 from .tuned import Tuned
 
 UTTERANCE_KEYS = frozenset({"id", "ref", "hyps", "meta"})
@@ -126,8 +126,8 @@ def _plain(obj: Any, line: str, seen: set[str]) -> int:
     finite = math.isfinite
     for hyp in obj["hyps"]:
         if type(hyp) is not dict or tuple(hyp) not in HYPOTHESIS_KEYS or type(hyp["text"]) is not str \
-                or type(scores := hyp["scores"]) is not dict or not finite(sum(scores.values())):  # no number: TypeError
-            raise NotPlain
+                or type(scores := hyp["scores"]) is not dict or not finite(sum(scores.values())):
+            raise NotPlain  # (a value that is no number raises TypeError)
         keys += len(hyp) + len(scores)
         if len(hyp) > 2:
             keys += sum(_strings(hyp[name]) for name in ("raw", "meta") if name in hyp)
@@ -163,7 +163,7 @@ def _reranked(part: list[dict], tuned: Tuned, scorers: Mapping[str, BoundScorer]
         if "raw" in hyp:  # a column given anew loses the text it was read from
             _replaced(hyp, [*added, RESCORE_COLUMN])
     before, after = [], []
-    for utt, order in zip(part, np.argsort(-scores, axis=-1, kind="stable").tolist()):
+    for utt, order in zip(part, best_first(scores)):
         given = utt["hyps"]
         new = [given[k] for k in order[: len(given)]]
         before.append(given[0]["text"] if given else "")

@@ -137,16 +137,16 @@ def run_dir(out: OutDir) -> Iterator[RunDir]:
 def write_scored(nbest: NBest, out: RunDir | Path, name: str,
                  utterances: Iterable[Utterance] | None = None) -> dict[str, Path]:
     """The set in its own format (``out_dir/name/``) and as canonical JSONL (``out_dir/name.jsonl``), never outside
-    ``out`` (a run's staging directory, or a plain directory). ``utterances``: others in place of its own (its
-    utterances re-ranked), made as they are written: a canonical JSONL set is then never whole in memory."""
+    ``out`` (a run's staging directory, or a plain directory). ``utterances`` (a canonical JSONL set only): others in
+    place of its own (its utterances re-ranked), made as they are written, so the set is never whole in memory."""
     out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
     source = Path(nbest.source)
     named = source.name or f"nbest.{nbest.fmt}"
     native = out.path(name, "nbest" if facts(nbest.fmt).directory else
                       f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
     jsonl = out.path(f"{name}.jsonl")
-    if utterances is not None and nbest.fmt != CANONICAL:  # another format is written from the whole list
-        nbest, utterances = nbest.with_utterances(list(utterances)), None
+    if utterances is not None and nbest.fmt != CANONICAL:
+        raise ValueError(f"utterances are streamed into canonical JSONL only, not {nbest.fmt}")
     if utterances is None:
         write_nbest(nbest, native)
     else:

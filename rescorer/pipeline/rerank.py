@@ -72,13 +72,18 @@ def reranked(nbest: NBest, features: Features, weights: np.ndarray) -> NBest:
     return nbest.with_utterances(list(reranked_utterances(nbest, features, weights)))
 
 
+def best_first(scores: np.ndarray) -> list[list[int]]:
+    """Each utterance's hypothesis indices by total ``scores[u, k]``, best first; stable, so ties keep the toolkit's
+    order and padding slots (−inf, after an utterance's own) come last."""
+    return np.argsort(-scores, axis=-1, kind="stable").tolist()
+
+
 def reranked_utterances(nbest: NBest, features: Features, weights: np.ndarray) -> Iterator[Utterance]:
     """The utterances of :func:`reranked`, made one block at a time as they are asked for."""
-    scores = totals(features, weights)  # padding slots are −inf and come after an utterance's own: a stable sort
-    for start in range(0, len(nbest), RERANK_BLOCK):  # keeps them last
+    scores = totals(features, weights)
+    for start in range(0, len(nbest), RERANK_BLOCK):
         block = scores[start : start + RERANK_BLOCK]
-        orders, values = np.argsort(-block, axis=-1, kind="stable").tolist(), block.tolist()
-        for utt, order, total in zip(nbest.utterances[start : start + RERANK_BLOCK], orders, values):
+        for utt, order, total in zip(nbest.utterances[start : start + RERANK_BLOCK], best_first(block), block.tolist()):
             yield utt.with_hyps([utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]])
 
 
