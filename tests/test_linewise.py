@@ -11,8 +11,10 @@ import pytest
 
 import rescorer
 from rescorer.combine import Column
+from rescorer.errors import NBestFormatError
 from rescorer.io import read_nbest, with_rank, write_nbest
 from rescorer.metrics import make_metric
+from rescorer.pipeline import linewise as linewise_module
 from rescorer.pipeline.linewise import NotPlain, rerank_lines
 from rescorer.pipeline.shards import rerank_shard
 from rescorer.pipeline.tuned import Tuned
@@ -123,6 +125,9 @@ NOT_PLAIN = {
     "no scores at all": [{"id": "u", "hyps": [{"text": "a", "scores": {}}]}],
     "invalid JSON": ['{"id": "u", "hyps": [}'],
     "blank lines only": ["", "   "],
+    "two utterances on a line": ['{"id": "u", "hyps": []} {"id": "v", "hyps": []}'],
+    "an utterance over two lines": ['{"id": "u", "hyps": []}, {"id": "v",', '"hyps": []}'],
+    "a space before an utterance": [' {"id": "u", "hyps": []}'],
 }
 
 
@@ -133,6 +138,26 @@ def test_a_shard_that_is_not_plain_is_left_to_the_general_path_with_nothing_writ
     with pytest.raises(NotPlain):
         linewise(source, tuned_with([], {}), {}, tmp_path / "out" / "shard.jsonl")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+LAYOUTS = {
+    "Windows line ends": lambda data: data.replace(b"\n", b"\r\n"),
+    "a byte-order mark": lambda data: b"\xef\xbb\xbf" + data,
+    "no newline at the end": lambda data: data.removesuffix(b"\n"),
+}
+
+
+@pytest.mark.parametrize("block", [64, 4096])  # bytes read at a time: less than a line, and a few lines
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_shard_read_in_blocks_is_rewritten_as_the_general_path_writes_it(plain, layout, block, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(linewise_module, "BLOCK", block)
+    source = tmp_path / "shard.jsonl"
+    source.write_bytes(LAYOUTS[layout](plain.read_bytes()))
+    tuned = tuned_with(*CASES["input columns"])
+    expected, _ = general(source, tuned, {}, tmp_path / "general.jsonl")
+    found, tally = linewise(source, tuned, {}, tmp_path / "linewise.jsonl")
+    assert found == expected and tally.utterances == 60
 
 
 def test_a_colon_or_quote_in_a_text_is_still_plain(tmp_path):
@@ -163,3 +188,12 @@ def test_an_apply_over_plain_shards_writes_what_the_general_path_writes(plain, t
     report = rescorer.apply(None, tuned, inputs=[plain], out_dir=tmp_path / "out").report
     assert (tmp_path / "out" / "shards" / "shard.jsonl").read_bytes() == expected
     assert report.sets["shard.jsonl"].utterances == 60
+
+
+@pytest.mark.parametrize("case", ["two utterances on a line", "an utterance over two lines"])
+def test_an_apply_over_a_line_that_is_not_one_utterance_refuses_it_naming_the_line(case, tmp_path):
+    source = tmp_path / "shard.jsonl"
+    source.write_text("".join(row + "\n" for row in NOT_PLAIN[case]))
+    with pytest.raises(NBestFormatError, match=r"shard\.jsonl:1: invalid JSON \(Extra data\)"):
+        rescorer.apply(None, tuned_with([], {}), inputs=source, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out" / "shards").exists() or not any((tmp_path / "out" / "shards").iterdir())

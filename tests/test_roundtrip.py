@@ -1,6 +1,7 @@
 """Property tests: read → write → read is identical for every format, and writing keeps texts and scores."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -94,6 +95,20 @@ def test_text_holding_a_unicode_line_break_is_written_and_read_back_as_one_recor
     raw.write_text(written.replace(breaker.encode("unicode_escape").decode().replace("\\x85", "\\u0085"), breaker),
                    encoding="utf-8")
     assert breaker in raw.read_text(encoding="utf-8") and read_nbest(raw).texts() == nbest.texts()
+
+
+VALUES = [{"id": "u", "ref": None, "hyps": [{"text": 'ÜBER "façade"\\ 東京\t\x00\x7f', "scores": {"am": -0.1}}]},
+          [1.0, -0.0, 1e-7, 1e16, 2.5e308, float("inf"), float("-inf"), float("nan"), 10**30, -7, True, None],
+          "plain text", 3.25, {"": {"nested": [[], {}]}}]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_a_json_line_is_what_json_dumps_writes_with_only_the_line_breakers_escaped(value):
+    from rescorer.io.common import json_line
+
+    assert json_line(value) == json.dumps(value, ensure_ascii=False)
+    assert json_line([value, "a\u2028b\x85"]) == json.dumps([value, "a\u2028b\x85"], ensure_ascii=False) \
+        .replace("\u2028", "\\u2028").replace("\x85", "\\u0085")
 
 
 def test_hypotheses_without_raw_values_or_meta_share_one_empty_mapping_that_cannot_change(tmp_path):

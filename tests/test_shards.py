@@ -167,6 +167,23 @@ def test_a_killed_apply_reruns_only_unfinished_shards_and_ends_as_an_uninterrupt
     assert len(report["sets"]) == 20 and sum(s["utterances"] for s in report["sets"].values()) == 40
 
 
+def test_an_output_changed_after_its_record_is_done_again_and_the_others_are_kept(demo_shards, tuned_on_columns,
+                                                                                 tmp_path):
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    for k in range(3):
+        write_nbest(nbest.with_utterances(nbest.utterances[2 * k : 2 * k + 2]), tmp_path / "in" / f"{k}.jsonl")
+    out = tmp_path / "out"
+    rescorer.apply(None, tuned_on_columns, inputs=tmp_path / "in", out_dir=out, engine={"progress": False})
+    written, before = tree(out / "shards"), digests(out)
+    with (out / "shards" / "1.jsonl").open("ab") as handle:
+        handle.write(b"\n")  # one byte more: not the output recorded
+    rescorer.apply(None, tuned_on_columns, inputs=tmp_path / "in", out_dir=out, engine={"progress": False})
+    after = digests(out)
+    assert tree(out / "shards") == written and after["1.jsonl"][0] != before["1.jsonl"][0]
+    assert {name: after[name] for name in ("0.jsonl", "2.jsonl")} == {name: before[name] for name in ("0.jsonl",
+                                                                                                      "2.jsonl")}
+
+
 def test_inputs_are_a_glob_a_directory_a_list_file_or_paths(tmp_path):
     for name in ("b.jsonl", "a.jsonl", ".hidden"):
         (tmp_path / "d" / name).parent.mkdir(exist_ok=True)

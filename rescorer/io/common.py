@@ -8,7 +8,8 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterable, Iterator
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import special_kind
@@ -93,7 +94,17 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode  # a record is a tree: no cycle to find
+def _encoder() -> Callable[[object], str]:
+    """JSON of a value (UTF-8 kept; a record is a tree: no cycle to look for), by the C encoder made once where
+    Python has it (``json.dumps`` makes one per value), else by ``json``'s own."""
+    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+    if c_make_encoder is None:
+        return encoder.encode
+    encode = c_make_encoder(None, encoder.default, encode_basestring, None, ": ", ", ", False, False, True)
+    return lambda value: "".join(encode(value, 0))
+
+
+_ENCODE = _encoder()
 
 
 def json_line(value: object) -> str:
