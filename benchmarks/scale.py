@@ -10,8 +10,8 @@ is the process's maximum resident set. Prints a table and writes ``benchmarks/re
 
 The apply run re-ranks the shards with a tuned.yaml tuned on an input column (no LM: the run measures reading,
 re-ranking, writing and the per-shard records) in a fresh process, timed from the package loaded (the time to load
-it is reported beside); in the same run the time to only ``json.loads``
-every line of the same files is measured, and the apply's input MB/s is reported against it. Writes
+it is reported beside); in turns with it, the time to only ``json.loads`` every line of the same files is measured,
+each three times, and the apply's input MB/s is reported against it (medians). Writes
 ``benchmarks/results/apply_scale.json``.
 
     python benchmarks/scale.py apply [50000 200000 1000000]
@@ -26,8 +26,10 @@ before (in another window) comes from the store. Writes ``benchmarks/results/app
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,6 +62,7 @@ print(json.dumps({"seconds": time.perf_counter() - loaded, "import_seconds": loa
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 SHARD = 10_000  # utterances per shard of the apply run
+REPEATS = 3  # runs of each apply size (and of json.loads over its files), in turns: their medians are compared
 
 
 def build(utterances: int, path: Path, seed: int, first: int = 0) -> int:
@@ -99,31 +102,41 @@ def tuned_file(tmp: Path) -> Path:
 
 
 def apply_rows(sizes: list[int]) -> None:
-    """Each size's sharded apply: seconds, peak memory and its input MB/s against json.loads of the same files."""
+    """Each size's sharded apply: seconds, peak memory and its input MB/s against json.loads of the same files, the
+    median of :data:`REPEATS` runs of each, taken in turns."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tuned = tuned_file(Path(tmp))
         for size in sizes:
-            shards = Path(tmp) / f"shards{size}"
+            shards, out = Path(tmp) / f"shards{size}", Path(tmp) / f"out{size}"
             shards.mkdir()
             paths = [shards / f"part{k:04d}.jsonl" for k in range(-(-size // SHARD))]
             input_mb = sum(build(min(SHARD, size - k * SHARD), path, 3, k * SHARD)
                              for k, path in enumerate(paths)) / 2**20
-            floor = loads_seconds(paths)
-            args = [sys.executable, "-c", APPLY, str(tuned), str(shards), str(Path(tmp) / f"out{size}")]
-            run = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+            floors, runs = [], []
+            for _ in range(REPEATS):
+                os.sync()  # what was written before is on disk: writing it back is not timed with what follows
+                floors.append(loads_seconds(paths))
+                args = [sys.executable, "-c", APPLY, str(tuned), str(shards), str(out)]
+                runs.append(json.loads(subprocess.run(args, capture_output=True, text=True,
+                                                      check=True).stdout.splitlines()[-1]))
+                subprocess.run(["rm", "-rf", str(out)], check=True)
+            seconds, floor = statistics.median(r["seconds"] for r in runs), statistics.median(floors)
             rows.append({"utterances": size, "hypotheses": 10 * size, "shards": len(paths),
-                         "input_mb": round(input_mb, 1), "peak_mb": round(run["peak_mb"], 1),
-                         "import_seconds": round(run["import_seconds"], 2), "seconds": round(run["seconds"], 2),
-                         "mb_per_s": round(input_mb / run["seconds"], 2),
+                         "input_mb": round(input_mb, 1), "peak_mb": round(max(r["peak_mb"] for r in runs), 1),
+                         "import_seconds": round(statistics.median(r["import_seconds"] for r in runs), 2),
+                         "seconds": round(seconds, 2), "seconds_range": [round(min(r["seconds"] for r in runs), 2),
+                                                                         round(max(r["seconds"] for r in runs), 2)],
+                         "mb_per_s": round(input_mb / seconds, 2),
                          "loads_seconds": round(floor, 2), "loads_mb_per_s": round(input_mb / floor, 2),
-                         "ratio_to_loads": round(floor / run["seconds"], 3)})
+                         "ratio_to_loads": round(floor / seconds, 3)})
             print(" | ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
-            subprocess.run(["rm", "-rf", str(shards), str(Path(tmp) / f"out{size}")], check=True)
+            subprocess.run(["rm", "-rf", str(shards)], check=True)
     save("apply_scale.json", sizes, "apply ", rows,
          f"per size: shards of {SHARD:,} utterances × 10 hypotheses (JSONL), re-ranked with a tuned.yaml tuned on ctc "
-         "(no LM); seconds: the apply call, the package loaded (import_seconds, before it); loads_seconds: json.loads "
-         "of every line of the same files, measured in the same run")
+         f"(no LM); seconds: the apply call, the package loaded (import_seconds, before it); loads_seconds: json.loads "
+         f"of every line of the same files; each the median of {REPEATS} runs taken in turns (seconds_range: the "
+         "apply's fastest and slowest)")
 
 
 def student_row(utterances: int) -> None:
