@@ -7,8 +7,8 @@ import math
 import os
 import re
 import stat
-from pathlib import Path
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError

@@ -152,10 +152,10 @@ def _plain(obj: Any, bools: bool, seen: set[str]) -> int:
     seen.add(obj["id"])
     keys = len(obj) + (_strings(obj["meta"]) if "meta" in obj else 0)
     finite = math.isfinite
-    for hyp in obj["hyps"]:
-        if tuple(hyp) not in HYPOTHESIS_KEYS or type(hyp["text"]) is not str or type(scores := hyp["scores"]) \
-                is not dict or not finite(sum(scores.values())):  # (a list's keys or a value that is no number
-            raise NotPlain  # raise TypeError)
+    for hyp in obj["hyps"]:  # (a list of key names, or a score that is no number, raises TypeError)
+        if tuple(hyp) not in HYPOTHESIS_KEYS or type(hyp["text"]) is not str \
+                or type(scores := hyp["scores"]) is not dict or not finite(sum(scores.values())):
+            raise NotPlain
         keys += len(hyp) + len(scores)
         if len(hyp) > 2:
             keys += sum(_strings(hyp[name]) for name in ("raw", "meta") if name in hyp)
