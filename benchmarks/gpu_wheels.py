@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MISSING = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "jiwer", "rapidfuzz", "minicons", "wonderwords")
+MISSING = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "jiwer", "rapidfuzz", "minicons", "wonderwords",
+           "msgspec")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "manylinux1_x86_64")
 CARRY_LIMIT = 64 << 20

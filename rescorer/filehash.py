@@ -43,7 +43,7 @@ def _load(cache: Path) -> dict:
 def _save(cache: Path, entries: dict) -> None:
     live = {k: v for k, v in entries.items() if os.path.exists(k)}  # forget deleted files
     try:
-        write_text(cache, json.dumps(live, indent=0, sort_keys=True) + "\n")
+        write_text(cache, json.dumps(live, indent=0, sort_keys=True, allow_nan=False) + "\n")
     except OSError:
         pass
 

@@ -119,7 +119,7 @@ class ScoreStore:
             self.db.execute("BEGIN")
             self.db.executemany(
                 "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",
-                [(signature, text, float(total), json.dumps([float(t) for t in tokens]))
+                [(signature, text, float(total), json.dumps([float(t) for t in tokens], allow_nan=False))
                  for text, (total, tokens) in scores.items()])
 
     def count(self, signature: str | None = None) -> int:

@@ -1,6 +1,6 @@
 """The N-best data model: utterances → ranked hypotheses → named score columns.
 
-Plain frozen dataclasses with no I/O and no torch. Every score is a natural
+Plain frozen records with no I/O and no torch. Every score is a natural
 log-probability-like value where higher is better; ``raw`` keeps the value as
 it was written in the input file (before base or sign conversion).
 """
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
+import msgspec
 import numpy as np
 
 
@@ -36,14 +37,15 @@ def _empty() -> "_Empty":
 EMPTY: Mapping = _Empty()
 
 
-@dataclass(frozen=True, slots=True)
-class Hypothesis:
-    """One ranked hypothesis of an utterance."""
+class Hypothesis(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One ranked hypothesis of an utterance. Also the hypothesis object of canonical JSONL, which is decoded into it
+    and encoded from it as it is (absent fields are left out); not tracked by the cyclic garbage collector (a list
+    holds millions, and none can form a cycle)."""
 
     text: str
     scores: Mapping[str, float] = EMPTY
     raw: Mapping[str, str] = EMPTY
-    tokens: str | None = None
+    tokens: Optional[str] = None
     meta: Mapping[str, str] = EMPTY
 
     @property

@@ -80,3 +80,43 @@ def ray_cluster():
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([ray, "stop", "--force"], capture_output=True, env=env, timeout=300)
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as strict JSON (RFC 8259): NaN and Infinity refused."""
+    import json
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(autouse=True)
+def json_written_is_strict(monkeypatch):
+    """Every JSON and JSONL file the package writes during a test (through its atomic writers) is strict JSON, line
+    by line for JSONL: checked once the test is over."""
+    import contextlib
+
+    import rescorer.files as files
+
+    written: list[Path] = []
+    staged = files._staged
+
+    @contextlib.contextmanager
+    def recorded(path, make_dir):
+        with staged(path, make_dir) as tmp:
+            yield tmp
+        written.append(Path(path))
+
+    monkeypatch.setattr(files, "_staged", recorded)
+    yield
+    for path in written:
+        for found in ([path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []):
+            if found.suffix in (".json", ".jsonl") and found.is_file():
+                text = found.read_text(encoding="utf-8")
+                for line in text.splitlines() if found.suffix == ".jsonl" else [text]:
+                    if line.strip():
+                        try:
+                            strict_json(line)
+                        except ValueError as err:
+                            pytest.fail(f"{found} is not strict JSON ({err}): {line[:200]}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import msgspec
 import pytest
 
 from rescorer import read_nbest
@@ -98,7 +99,7 @@ def test_flat_columns_give_the_same_features_as_the_score_dicts():
     tokens = {"lm": np.random.default_rng(0).integers(1, 9, ragged.num_hypotheses).tolist()}
     flat = {name: ragged.column_array(name) for name in ("score", "lm", "ctc")}
     assert flat["lm"].tolist() == [h.scores["lm"] for u in ragged for h in u.hyps]
-    bare = ragged.with_utterances([replace(u, hyps=tuple(replace(h, scores={}) for h in u.hyps)) for u in ragged])
+    bare = ragged.with_utterances([replace(u, hyps=tuple(msgspec.structs.replace(h, scores={}) for h in u.hyps)) for u in ragged])
     by_dicts = Features.of(ragged, Column("score"), columns, tokens)
     by_arrays = Features.of(bare, Column("score"), columns, tokens, flat_columns=flat)
     for field in ("values", "valid", "hyps_per_utterance"):
@@ -269,3 +270,20 @@ def test_reranking_sorts_each_utterance_as_a_stable_sort_by_total_does():
         order = sorted(range(len(total)), key=lambda k: -total[k])
         assert [h.text for h in after.hyps] == [before.hyps[k].text for k in order]
         assert [h.scores["rescore"] for h in after.hyps] == [total[k] for k in order]
+
+
+def test_a_total_depends_on_its_own_hypothesis_alone_even_beside_one_that_overflows():
+    """Two tiny totals (-2.5e-323 vs -2e-323: the second is higher) keep their order whether or not another
+    utterance's sum overflows on the way in the same call."""
+    tiny = [[-2.5e-323, 0.0], [-2e-323, 0.0]]
+    huge = [[-1e308, -1e308], [-1e308, -1.5e308]]
+    columns = [Column("a"), Column("b")]
+    weights = np.array([1.0])
+    alone = Features.gathered(columns, np.array([2]), [np.array([v[0] for v in tiny]), np.array([v[1] for v in tiny])],
+                              [None, None])
+    beside = Features.gathered(columns, np.array([2, 2]), [np.array([v[0] for v in tiny + huge]),
+                                                           np.array([v[1] for v in tiny + huge])], [None, None])
+    assert best_ranks(alone, weights).tolist() == [1]
+    assert best_ranks(beside, weights).tolist() == [1, 0]
+    assert totals(beside, weights)[0].tolist() == totals(alone, weights)[0].tolist() == [-2.5e-323, -2e-323]
+    assert totals(beside, weights)[1].tolist() == [-np.inf, -np.inf]  # beyond the float range: sorts last

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rescorer
-from rescorer.io import REGISTRY, Format, register
+from rescorer.io import REGISTRY, Format, register, whole
 from rescorer.io.formats import facts
 
 PACKAGE = Path(rescorer.__file__).parent
@@ -54,7 +54,7 @@ def write_toy(nbest: rescorer.NBest, path: str | Path) -> None:
 
 @pytest.fixture
 def toy():
-    register(Format("toy", read_toy, write_toy, base=("toy",), text_chars="\n"))
+    register(Format("toy", whole(read_toy), write_toy, base=("toy",), text_chars="\n"))
     yield REGISTRY["toy"]
     del REGISTRY["toy"]
 

@@ -4,6 +4,7 @@ Each case writes a small bad input by hand; row ``i`` of ``lines(...)`` is line 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -196,9 +197,6 @@ DUPLICATES = [
          espnet1(*espnet1_utt('{"name": "target1[1]", "rec_text": "a b<eos>", "score": -1.0}',
                               '{"name": "target1[1]", "rec_text": "a c<eos>", "score": -2.0}')),
          "data.json", "espnet1", "data.json:6", "utt1"),
-    case("mlm-scoring-duplicate-hyp-key",
-         mlm(*mlm_utt("utt1", MLM_HYP, '"hyp_1": {"score": -6, "text": "a c"}')), "am.json", "mlm-scoring",
-         "am.json:4", "hyp_1"),
     case("kaldi-duplicate-key", kaldi(words=["utt1-1 a b", "utt1-2 a c", "utt1-1 a d"]), "nb", "kaldi",
          "words_text:3", "utt1-1"),
     case("kaldi-duplicate-key-in-cost", kaldi(acwt=["utt1-1 12.5", "utt1-2 13.0", "utt1-1 14.0"]), "nb", "kaldi",
@@ -206,17 +204,6 @@ DUPLICATES = [
     case("kaldi-rank-leading-zero", kaldi(words=["utt1-01 a b"], acwt=["utt1-01 12.5"]), "nb", "kaldi",
          "words_text:1", "utt1-01"),
     case("jsonl-duplicate-id", jsonl(JSONL_OK, JSONL_OK), "nbest.jsonl", "jsonl", "nbest.jsonl:2", "u1"),
-    case("jsonl-score-given-twice", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"text": "c", "scores": {"am": -1.0, '
-                                          '"am": -2.0}}]}'), "nbest.jsonl", "jsonl", "nbest.jsonl:2", "am"),
-    case("jsonl-text-given-twice-spaced", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"text" : "c", "text": "d", '
-                                                '"scores": {"am": -1.0}}]}'), "nbest.jsonl", "jsonl",
-         "nbest.jsonl:2", "text"),
-    case("jsonl-id-given-twice-with-a-colon-in-a-text",
-         jsonl(JSONL_OK, '{"id": "u2", "id": "u3", "hyps": [{"text": "a: b", "scores": {"am": -1.0}}]}'),
-         "nbest.jsonl", "jsonl", "nbest.jsonl:2", "id"),
-    case("jsonl-key-twice-and-no-text", jsonl(JSONL_OK, '{"id": "u2", "hyps": [{"scores": {"am": -1.0, '
-                                              '"am": -2.0}}]}'), "nbest.jsonl", "jsonl", "nbest.jsonl:2",
-         "duplicate JSON key"),
     case("sockeye-duplicate-sentence-id",
          sockeye('{"sentence_id": 7, "translation": "a", "score": 0.5}',
                  '{"sentence_id": 7, "translation": "b", "score": 0.7}'), "out.json", "sockeye", "out.json:2", "7"),
@@ -373,6 +360,23 @@ def test_reader_rejects_malformed_input_with_location(tmp_path: Path, bad: Case)
     with pytest.raises(rescorer.NBestFormatError) as info:
         rescorer.read_nbest(tmp_path / bad.nbest, fmt=bad.fmt, refs=refs, **bad.options)
     check_message(info.value, bad.where, bad.value)
+
+
+@pytest.mark.parametrize("files, name, fmt, last", [
+    pytest.param(jsonl('{"id": "u1", "hyps": [{"text": "a", "text": "b", "scores": {"am": -1.0, "am": -2.0}}]}'),
+                 "nbest.jsonl", "jsonl", ("b", -2.0), id="jsonl"),
+    pytest.param(mlm(*mlm_utt("utt1", MLM_HYP, '"hyp_1": {"score": -6, "text": "b"}')), "am.json", "mlm-scoring",
+                 ("b", -6.0), id="mlm-scoring"),
+])
+def test_a_key_given_twice_keeps_its_last_value_as_json_loads_does(tmp_path: Path, files: dict, name: str, fmt: str,
+                                                                  last: tuple) -> None:
+    build(tmp_path, files)
+    first = rescorer.read_nbest(tmp_path / name, fmt=fmt).utterances[0].hyps[0]
+    assert (first.text, *first.scores.values()) == last
+    peer = json.loads((tmp_path / name).read_text(encoding="utf-8").splitlines()[0] if fmt == "jsonl" else
+                      (tmp_path / name).read_text(encoding="utf-8"))
+    hyp = peer["hyps"][0] if fmt == "jsonl" else peer["utt1"]["hyp_1"]
+    assert (hyp["text"], *(hyp["scores"].values() if fmt == "jsonl" else [hyp["score"]])) == last
 
 
 # ---------------------------------------------------------------- writers: no output on failure

@@ -88,7 +88,7 @@ def test_a_pipe_is_refused_without_consuming_it(workspace):
             workspace, *RUN, f"data.sets.dev.nbest=/dev/fd/{read_end}", "out_dir=o/new", "engine.store=s.sqlite",
             expected=(f"/dev/fd/{read_end}: not a regular file but a pipe", "save it to a file first"),
             pass_fds=(read_end,))
-        assert os.read(read_end, 20) == b'{"nbest": {"fmt": "e'
+        assert os.read(read_end, 20) == b'{"nbest":{"fmt":"esp'
     finally:
         os.close(read_end)
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import jiwer
+import msgspec
 import pytest
 
 import rescorer
@@ -93,8 +94,8 @@ def test_fields_read_the_same_nbest_from_jsonl_and_csv(name, spec, tmp_path):
     assert nbest.fmt == "fields" and content(nbest, "am") == EXPECTED
     hyporadise = rescorer.read_nbest(HYPORADISE)
     renamed = hyporadise.with_utterances([replace(u, meta={}, hyps=tuple(
-        replace(h, scores={"am": v for v in h.scores.values()}, raw={}, meta={}) for h in u.hyps)) for u in hyporadise])
-    plain = nbest.with_utterances([replace(u, meta={}, hyps=tuple(replace(h, raw={}, meta={}) for h in u.hyps))
+        msgspec.structs.replace(h, scores={"am": v for v in h.scores.values()}, raw={}, meta={}) for h in u.hyps)) for u in hyporadise])
+    plain = nbest.with_utterances([replace(u, meta={}, hyps=tuple(msgspec.structs.replace(h, raw={}, meta={}) for h in u.hyps))
                                    for u in nbest])
     assert plain.utterances == renamed.utterances  # the same NBest, apart from what each file keeps to write back
     rescorer.write_nbest(nbest, tmp_path / name)
@@ -212,7 +213,7 @@ def test_bad_field_mappings_are_config_errors(spec, message, tmp_path):
 def test_writer_refuses_what_the_mapping_cannot_hold(tmp_path):
     nbest = rescorer.read_nbest(FIX / "fields" / "rows.jsonl", "fields", fields=ROWS)
     ragged = nbest.with_utterances([replace(nbest.utterances[0], hyps=(nbest.utterances[0].hyps[0],
-                                                                        replace(nbest.utterances[0].hyps[1], scores={})))])
+                                                                        msgspec.structs.replace(nbest.utterances[0].hyps[1], scores={})))])
     with pytest.raises(rescorer.NBestFormatError, match="missing from some hypotheses"):
         rescorer.write_nbest(ragged, tmp_path / "a.json", "hyporadise", score_column="am")
     with pytest.raises(rescorer.NBestFormatError, match="record index"):

@@ -98,17 +98,31 @@ def test_text_holding_a_unicode_line_break_is_written_and_read_back_as_one_recor
 
 
 VALUES = [{"id": "u", "ref": None, "hyps": [{"text": 'ÜBER "façade"\\ 東京\t\x00\x7f', "scores": {"am": -0.1}}]},
-          [1.0, -0.0, 1e-7, 1e16, 2.5e308, float("inf"), float("-inf"), float("nan"), 10**30, -7, True, None],
-          "plain text", 3.25, {"": {"nested": [[], {}]}}]
+          [1.0, -0.0, 1e-7, 1e16, 1.7e308, 5e-324, 10**30, -7, True, None], "plain text", 3.25, {"": {"nested": [[], {}]}}]
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as strict JSON: NaN and Infinity refused."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
 
 
 @pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
-def test_a_json_line_is_what_json_dumps_writes_with_only_the_line_breakers_escaped(value):
-    from rescorer.io.common import json_line
+def test_a_json_line_is_strict_json_of_the_value_on_one_line_with_the_line_breakers_escaped(value):
+    from rescorer.io.codec import json_line
 
-    assert json_line(value) == json.dumps(value, ensure_ascii=False)
-    assert json_line([value, "a\u2028b\x85"]) == json.dumps([value, "a\u2028b\x85"], ensure_ascii=False) \
-        .replace("\u2028", "\\u2028").replace("\x85", "\\u0085")
+    line = json_line([value, "a\u2028b\x85\u2029"])
+    assert strict_json(line) == [value, "a\u2028b\x85\u2029"] and len(line.splitlines()) == 1
+    assert "\u2028" not in line and "\x85" not in line and "\\u2028" in line and "\\u0085" in line
+
+
+def test_scores_json_cannot_hold_are_written_as_text_and_read_back(tmp_path):
+    nbest = NBest((Utterance("u1", (Hypothesis("a", {"am": -1.5, "lm": float("-inf")}), Hypothesis("b", {"am": 2.0}))),))
+    write_nbest(nbest, tmp_path / "out.jsonl")
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert strict_json(lines[0])["hyps"][0]["scores"] == {"am": -1.5, "lm": "-inf"}
+    assert read_nbest(tmp_path / "out.jsonl").utterances == nbest.utterances
 
 
 def test_hypotheses_without_raw_values_or_meta_share_one_empty_mapping_that_cannot_change(tmp_path):

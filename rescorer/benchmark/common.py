@@ -54,5 +54,5 @@ def stamp(**fields: Any) -> dict[str, Any]:
 
 
 def save(result: dict[str, Any], out_dir: str | Path, name: str) -> dict[str, Any]:
-    write_text(Path(out_dir) / name, json.dumps(result, indent=2) + "\n")
+    write_text(Path(out_dir) / name, json.dumps(result, indent=2, allow_nan=False) + "\n")
     return result

@@ -173,15 +173,18 @@ def totals(features: Features, weights: np.ndarray) -> np.ndarray:
 
 
 def _weighted_sums(values: np.ndarray, full: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Σ_k w_k · v_k of finite values, and whether a sum overflowed: then all are summed again at a scale where no
-    partial sum can, so that only a total beyond the float range is ±inf."""
+    """Σ_k w_k · v_k of finite values, and whether a sum overflowed. A sum that overflowed on the way is summed again
+    at a power-of-two scale where no partial sum can (2**shift > Σ|w|), so that only a total beyond the float range
+    is ±inf; every other total is left as it is, so each hypothesis' total depends on its own values alone."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = np.einsum("unk,...k->...un", values, full)
-        if np.isfinite(out).all():
+        over = ~np.isfinite(out)
+        if not over.any():
             return out, False
-        shift = np.asarray(np.frexp(np.abs(full).sum(-1))[1])  # 2**shift > Σ|w|: no scaled sum exceeds max|v|
-        scaled = np.einsum("unk,...k->...un", values, np.ldexp(full, -shift[..., None]))
-        return np.ldexp(scaled, shift[..., None, None]), True
+        shift = np.frexp(np.abs(full).sum(-1))[1]
+        scaled = np.ldexp(np.einsum("unk,...k->...un", values, np.ldexp(full, -shift[..., None])),
+                          shift[..., None, None])
+        return np.where(over, scaled, out), True
 
 
 def _refuse_positive_infinity(features: Features, full: np.ndarray, out: np.ndarray) -> np.ndarray:

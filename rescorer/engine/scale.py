@@ -109,7 +109,7 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
     gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
                                 max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
-    key = json.dumps([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str)
+    key = json.dumps([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str, allow_nan=False)
     if key not in _ACTORS:
         info(f"starting {workers} Ray actor(s) for {spec.get('kind', 'the scorer')} ({scale.cpus_per_worker} CPU and "
              f"{gpus:g} GPU each); they load the model once and score every set, shard and pass of this run")

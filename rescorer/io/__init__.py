@@ -12,11 +12,12 @@ from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import PATH, TEXT, Option, checked, keywords
 from ..types import CANONICAL, Hypothesis, NBest, Utterance
 from . import espnet, fairseq, kaldi, moses, nemo, records
-from .common import iter_lines, load_json, read_text, split_lines
+from .codec import load_json
+from .common import iter_lines, read_text, split_lines
 from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .format import Format
-from .formats import REGISTRY, facts, format_of, register
+from .formats import REGISTRY, facts, format_of, register, whole
 from .target import check_writable
 
 FORMATS = tuple(name for name, fmt in REGISTRY.items() if fmt.detected)  # what fmt=auto can find
@@ -100,13 +101,13 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
     checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
     if fmt == "auto":
         fmt = detect_format(path)
-    reader = format_of(fmt, path).read
+    record = format_of(fmt, path)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
-    named, open_ended = keywords(reader)
+    named, open_ended = keywords(record.blocks)
     if not open_ended:
-        check_known(f"{fmt} reader option", options, named - {"path"})
-    nbest = reader(path, **options)
+        check_known(f"{fmt} reader option", options, named - {"path", "size"})
+    nbest = record.read(path, **options)
     if not nbest.utterances:
         raise NBestFormatError(path, None, "no utterances found")
     if refs is not None:
@@ -179,4 +180,4 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
 
 __all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "attach_refs", "check_nbest", "detect_format",
            "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "register",
-           "with_rank", "write_nbest"]
+           "whole", "with_rank", "write_nbest"]

@@ -7,9 +7,8 @@ import math
 import os
 import re
 import stat
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import special_kind
@@ -91,27 +90,18 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
         raise NBestFormatError(path, None, "file is empty")
 
 
-LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
-
-
-def _encoder() -> Callable[[object], str]:
-    """JSON of a value (UTF-8 kept; a record is a tree: no cycle to look for), by the C encoder made once where
-    Python has it (``json.dumps`` makes one per value), else by ``json``'s own."""
-    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=False)
-    if c_make_encoder is None:
-        return encoder.encode
-    encode = c_make_encoder(None, encoder.default, encode_basestring, None, ": ", ", ", False, False, True)
-    return lambda value: "".join(encode(value, 0))
-
-
-_ENCODE = _encoder()
-
-
-def json_line(value: object) -> str:
-    """``value`` as one line of JSON (UTF-8 kept), with the characters other tools take for line breaks (U+2028,
-    U+2029, U+0085; JSON escapes the rest) escaped, so that any JSONL reader finds one record per line."""
-    line = _ENCODE(value)
-    return line if line.isascii() else line.translate(LINE_BREAKERS)
+def binary_blocks(path: str | os.PathLike, size: int) -> Iterator[list[bytes]]:
+    """The file's lines as bytes (each with its newline; a byte-order mark dropped), about ``size`` bytes of whole
+    lines at a time (regular files only; a line longer than that is a block of its own)."""
+    path = _regular_file(Path(path))
+    try:
+        with path.open("rb") as handle:
+            for k, lines in enumerate(iter(lambda: handle.readlines(size), [])):
+                if k == 0 and lines[0].startswith(b"\xef\xbb\xbf"):
+                    lines[0] = lines[0][3:]
+                yield lines
+    except OSError as err:
+        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -127,52 +117,9 @@ def read_lines(path: str | os.PathLike) -> list[str]:
     return split_lines(read_text(path))
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    found = dict(pairs)
-    if len(found) < len(pairs):  # rare: find the first key seen twice
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return found
-
-
-_STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode  # a key seen twice: _DuplicateKey
-_PLAIN = json.JSONDecoder().decode
-
-
-def load_json(text: str, path: str | os.PathLike, line: int | None = None, strict: bool = True) -> object:
-    """``json.loads`` that rejects duplicate keys (``strict=False``: the caller checks them, see
-    :func:`check_keys`); errors name the file, line and text of that line."""
-    try:
-        return (_STRICT if strict else _PLAIN)(text)
-    except json.JSONDecodeError as err:
-        rows = split_lines(text) or [""]
-        number = min(err.lineno, len(rows))
-        raise NBestFormatError(path, line or number, f"invalid JSON ({err.msg})", rows[number - 1]) from None
-    except _DuplicateKey as err:
-        where = line or find_key(text, err.key, last=True)[0]
-        raise NBestFormatError(path, where, "duplicate JSON key", err.key) from None
-
-
-def check_keys(text: str, keys: int, path: str | os.PathLike, line: int | None = None) -> None:
-    """Refuse a key given twice in an object of the JSON ``text``, whose decoded objects hold ``keys`` keys in all:
-    every key has its colon, so a line with as many colons as keys has none twice (and none in a string); with
-    more, the strict decoder decides."""
-    if text.count(":") != keys:
-        load_json(text, path, line)
-
-
 def find_key(text: str, key: str, start: int = 0, last: bool = False) -> tuple[int | None, int]:
     """(1-based line, offset) of the JSON string ``key`` at or after ``start`` (the last one if ``last``)."""
-    for needle in (json.dumps(key, ensure_ascii=False), json.dumps(key)):
+    for needle in (json.dumps(key, ensure_ascii=False, allow_nan=False), json.dumps(key, allow_nan=False)):
         at = text.rfind(needle, start) if last else text.find(needle, start)
         if at >= 0:
             return text.count("\n", 0, at) + 1, at

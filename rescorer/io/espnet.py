@@ -1,15 +1,15 @@
 """ESPnet2 ``{n}best_recog`` directories and ESPnet1 ``data.json`` (formats-reference §1–2)."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..files import atomic_dir, write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import (find_key, format_number, id_lines, json_score, load_json, parse_score, present, read_lines,
-                     read_text, require_ranks, split_key)
+from .codec import document, load_json, loads, value_text
+from .common import (find_key, format_number, id_lines, json_score, parse_score, present, read_lines, read_text,
+                     require_ranks, split_key)
 from .target import Target
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
@@ -118,7 +118,7 @@ def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
         raise NBestFormatError(path, line, "scores are not a JSON object", value)
     if "score" in parts:
         raise NBestFormatError(path, line, "a partial score may not be called 'score'", value)
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parts.items()}
+    return {str(k): v if isinstance(v, str) else value_text(v) for k, v in parts.items()}
 
 
 def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
@@ -139,7 +139,7 @@ def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = Non
                 rest = {c: _value(target, hyp, c) for c in target.others(utt, hyp)}
                 files["text"].append((utt.id, hyp.text))
                 files["score"].append((utt.id, _value(target, hyp, target.overall(utt, hyp))))
-                files["scores"].append((utt.id, json.dumps(rest) if rest else None))
+                files["scores"].append((utt.id, value_text(rest) if rest else None))
                 files["token"].append((utt.id, hyp.tokens))
             rank_dir = tmp / f"{rank + 1}best_recog"
             rank_dir.mkdir()
@@ -195,19 +195,19 @@ def read_espnet1(path: str | Path) -> NBest:
             if int(match.group(1)) in ranks:
                 raise NBestFormatError(path, line, f"duplicate rank {match.group(1)} for utterance", utt_id)
             ranks.append(int(match.group(1)))
-            raw = out["score"] if isinstance(out["score"], str) else json.dumps(out["score"])
+            raw = out["score"] if isinstance(out["score"], str) else value_text(out["score"])
             values, raws = {"score": parse_score(raw, path, line)}, {"score": raw}
             for column, value in (out.get("scores") or {}).items():
-                raws[column] = value if isinstance(value, str) else json.dumps(value)
+                raws[column] = value if isinstance(value, str) else value_text(value)
                 values[column] = parse_score(raws[column], path, line, column)
             rec = str(out["rec_text"]).replace("<eos>", "").replace("\u2581", " ")
             skip = ("name", "rec_text", "score", "scores", "text", "rec_token")
-            meta = {k: json.dumps(v) for k, v in out.items() if k not in skip}
+            meta = {k: value_text(v) for k, v in out.items() if k not in skip}
             hyps.append(Hypothesis(" ".join(rec.split()), values, raws, out.get("rec_token"), meta))
             ref = out.get("text", ref)
         require_ranks(ranks, path, line, utt_id)
         hyps = [h for _, h in sorted(zip(ranks, hyps), key=lambda p: p[0])]
-        meta = {k: json.dumps(v) for k, v in entry.items() if k != "output"}
+        meta = {k: value_text(v) for k, v in entry.items() if k != "output"}
         utterances.append(Utterance(utt_id, tuple(hyps), ref, meta, origin=f"{path}:{line}"))
     return NBest(utterances, fmt="espnet1", source=str(path))
 
@@ -228,7 +228,7 @@ def write_espnet1(nbest: NBest, path: str | Path, score_column: str | None = Non
                 out["rec_token"] = hyp.tokens
             if utt.ref is not None:
                 out["text"] = utt.ref
-            out.update({k: json.loads(v) for k, v in target.meta(hyp.meta).items()})
+            out.update({k: loads(v) for k, v in target.meta(hyp.meta).items()})
             outputs.append(out)
-        utts[utt.id] = {"output": outputs, **{k: json.loads(v) for k, v in target.meta(utt.meta).items()}}
-    write_text(path, json.dumps({"utts": utts}, indent=4, ensure_ascii=False) + "\n")
+        utts[utt.id] = {"output": outputs, **{k: loads(v) for k, v in target.meta(utt.meta).items()}}
+    write_text(path, document({"utts": utts}, indent=4))

@@ -3,7 +3,7 @@ asks about it (the registry of the toolkits rescorer knows is :mod:`rescorer.io.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from ..types import NBest
 
@@ -13,7 +13,9 @@ class Format:
     """An N-best format: its reader and writer, and what the rest of the package needs to know of it."""
 
     name: str
-    read: Callable[..., NBest]
+    blocks: Callable[..., Iterator[NBest]]
+    """The reader: ``blocks(path, size=0, **options)`` gives the list as blocks of whole utterances in file order,
+    ``size`` utterances each (the last may be smaller; 0: as they come), at least one block."""
     write: Callable[..., None]
     translation: bool = False
     """An MT format: scored with BLEU unless the metric is named."""
@@ -51,3 +53,9 @@ class Format:
     """The problem with an utterance id (``(id, format) → problem or None``); None: any id."""
     column_problem: Callable[[str], bool] | None = None
     """Whether a score column name cannot be written; None: any name."""
+
+    def read(self, path: Any, **options: Any) -> NBest:
+        """The whole list: its blocks joined."""
+        blocks = self.blocks(path, **options)
+        first = next(blocks)
+        return first.with_utterances([u for block in (first, *blocks) for u in block.utterances])

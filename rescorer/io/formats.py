@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
+from typing import Callable, Iterator
 
 from ..errors import NBestFormatError
+from ..types import NBest
 from .espnet import read_espnet1, read_espnet2, write_espnet1, write_espnet2
 from .fairseq import read as read_fairseq, write as write_fairseq
-from .jsonformats import read_jsonl, read_mlm_scoring, read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye
+from .jsonformats import jsonl_blocks, read_mlm_scoring, read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye
 from .kaldi import read as read_kaldi, write as write_kaldi
 from .moses import read as read_moses, write as write_moses
 from .nemo import read as read_nemo, write as write_nemo
@@ -18,6 +21,17 @@ from .common import LINE_BREAKS, line_id_problem
 from .format import Format
 
 _LABEL_CHARS = re.compile(r"[\s=:|]")
+
+
+def whole(read: Callable[..., NBest]) -> Callable[..., Iterator[NBest]]:
+    """The block reader of a format read whole: the list ``read`` gives, cut into blocks."""
+    @functools.wraps(read)
+    def blocks(path: str | Path, size: int = 0, **options: object) -> Iterator[NBest]:
+        nbest = read(path, **options)
+        step = size or max(len(nbest), 1)
+        for start in range(0, max(len(nbest), 1), step):
+            yield nbest.with_utterances(nbest.utterances[start : start + step])
+    return blocks
 
 
 def integer_id(pattern: str, rule: str):
@@ -48,27 +62,27 @@ MOSES = dict(translation=True, base=("total",), one_document=True, line_number_i
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
              column_problem=feature_label)
 REGISTRY: dict[str, Format] = {f.name: f for f in (
-    Format("espnet2", read_espnet2, write_espnet2, directory=True, one_best="text",
+    Format("espnet2", whole(read_espnet2), write_espnet2, directory=True, one_best="text",
            text_chars=LINE_BREAKS, id_problem=line_id),
-    Format("espnet1", read_espnet1, write_espnet1, one_best="text", text_words=("\u2581", "<eos>")),
-    Format("fairseq", read_fairseq, write_fairseq, translation=True,
+    Format("espnet1", whole(read_espnet1), write_espnet1, one_best="text", text_words=("\u2581", "<eos>")),
+    Format("fairseq", whole(read_fairseq), write_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("moses", read_moses, write_moses, bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
-    Format("marian", read_moses, functools.partial(write_moses, style="marian"), **MOSES),
-    Format("sockeye", read_sockeye, write_sockeye, translation=True,
+    Format("moses", whole(read_moses), write_moses, bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
+    Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), **MOSES),
+    Format("sockeye", whole(read_sockeye), write_sockeye, translation=True,
            per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
-    Format("nemo", read_nemo, write_nemo, text_chars="\t" + LINE_BREAKS),
-    Format("kaldi", read_kaldi, write_kaldi, base=(), directory=True, all_columns=True, one_best="text",
+    Format("nemo", whole(read_nemo), write_nemo, text_chars="\t" + LINE_BREAKS),
+    Format("kaldi", whole(read_kaldi), write_kaldi, base=(), directory=True, all_columns=True, one_best="text",
            text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
-    Format("mlm-scoring", read_mlm_scoring, write_mlm_scoring, one_document=True,
+    Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, one_document=True,
            holds_empty=True),
-    Format("jsonl", read_jsonl, write_jsonl, base=("score", "total"), all_columns=True,
+    Format("jsonl", jsonl_blocks, write_jsonl, base=("score", "total"), all_columns=True,
            holds_empty=True),
-    Format("hyporadise", read_hyporadise, write_hyporadise, base=("am_score", "score"),
+    Format("hyporadise", whole(read_hyporadise), write_hyporadise, base=("am_score", "score"),
            per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
-    Format("fields", read_fields, write_fields, base=("score", "total"), detected=False,
+    Format("fields", whole(read_fields), write_fields, base=("score", "total"), detected=False,
            holds_empty=True),
 )}
 

@@ -9,18 +9,20 @@ them back (e.g. fairseq's ``log_base``); they are written verbatim only to that 
 """
 from __future__ import annotations
 
-import json
 import math
 import re
-from itertools import chain
+from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Optional, Union
+
+import msgspec
 
 from ..errors import NBestFormatError
 from ..files import write_lines, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
-from .common import (check_keys, find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score,
-                     read_text, require_ranks)
+from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, load_json,
+                    loads, value_text)
+from .common import binary_blocks, find_key, iter_lines, json_score, parse_score, read_text, require_ranks
 from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
@@ -39,7 +41,7 @@ def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]
         return value, repr(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise NBestFormatError(path, line, f"{column} is not a number", value)
-    raw = value if isinstance(value, str) else json.dumps(value)
+    raw = value if isinstance(value, str) else value_text(value)
     return parse_score(raw, path, line, column), raw
 
 
@@ -61,89 +63,116 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- canonical JSONL
-def read_jsonl(path: str | Path) -> NBest:
+class Line(msgspec.Struct, gc=False, omit_defaults=True, kw_only=True):
+    """One line of canonical JSONL: an utterance, decoded and encoded as it is (absent fields are left out)."""
+
+    id: Union[str, int]
+    ref: Optional[str] = None
+    hyps: tuple[Hypothesis, ...]
+    meta: Mapping[str, str] = EMPTY
+
+
+class Header(msgspec.Struct, forbid_unknown_fields=True):
+    """What the optional first line ``{"nbest": {"fmt": …, "meta": {…}}}`` holds."""
+
+    fmt: str = CANONICAL
+    meta: dict[str, str] = {}
+
+
+_LINE = decoder(Line)
+BLOCK = 1 << 20  # bytes of whole lines read at a time
+WRITE_BLOCK = 1024  # utterances encoded at a time
+
+
+def jsonl_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
+    """The list as blocks of whole utterances, read ~1 MB of lines at a time: ``size`` utterances each (0: as read).
+    Errors name the file and line."""
     path = Path(path)
-    utterances, seen, meta_of_list = [], set(), {}
-    for number, line in iter_lines(path):
-        if not line.strip():
-            continue
-        obj = load_json(line, path, number, strict=False)
-        try:
-            if not utterances and not seen and (found := header_meta(obj, path, number)) is not None:
-                meta_of_list = found
-                load_json(line, path, number)
+    meta: dict[str, str] | None = None
+    seen: set[str] = set()
+    number, found = 0, []
+    for block in binary_blocks(path, BLOCK):
+        for data in block:
+            number += 1
+            if not data.strip():
                 continue
-            utterance, keys = _utterance(obj, path, number, seen)
-        except NBestFormatError:
-            load_json(line, path, number)  # a key given twice is said first
-            raise
-        check_keys(line, keys, path, number)
-        utterances.append(utterance)
-    return NBest(utterances, fmt="jsonl", meta=meta_of_list, source=str(path))
+            if meta is None:
+                meta = header_meta(data, path, number)
+                if meta is not None:
+                    continue
+                meta = {}
+            found.append(_utterance(data, path, number, seen))
+        while found and len(found) >= (size or len(found)):
+            cut = size or len(found)
+            yield NBest(found[:cut], fmt=CANONICAL, meta=meta, source=str(path))
+            found = found[cut:]
+    if meta is None:
+        raise NBestFormatError(path, None, "file is empty")
+    if found or not seen:
+        yield NBest(found, fmt=CANONICAL, meta=meta, source=str(path))
 
 
-def _utterance(obj: Any, path: Path, number: int, seen: set[str]) -> tuple[Utterance, int]:
-    """The utterance of line ``number`` (its id not in ``seen``, then added), and how many keys its objects hold."""
-    if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("hyps"), list):
-        raise NBestFormatError(path, number, "expected an object with 'id' and a 'hyps' list", obj)
-    uid = str(obj["id"])
+def _utterance(data: bytes, path: Path, number: int, seen: set[str]) -> Utterance:
+    """The utterance of line ``number`` (``data``), its id new in ``seen`` (then added)."""
+    try:
+        line = _LINE(data)
+    except msgspec.ValidationError:
+        line = _converted(data, path, number)
+    except DecodeError as err:
+        raise json_error(err, data, path, number) from None
+    uid = line.id if type(line.id) is str else str(line.id)
     if uid in seen:
         raise NBestFormatError(path, number, "duplicate utterance id", uid)
     seen.add(uid)
-    hyps, keys = [], len(obj)
-    for h in obj["hyps"]:
-        if not isinstance(h, dict) or not isinstance(h.get("text"), str):
-            raise NBestFormatError(path, number, "hypothesis lacks a 'text' string", h)
-        raw = _strings(h["raw"], path, number, "'raw'") if "raw" in h else EMPTY
-        meta = _strings(h["meta"], path, number, "'meta'") if "meta" in h else EMPTY
-        scores = _scores(h.get("scores", EMPTY), path, number)
-        hyps.append(Hypothesis(h["text"], scores, raw, h.get("tokens"), meta))
-        keys += len(h) + len(h.get("scores", EMPTY)) + len(raw) + len(meta)
-    ref = obj.get("ref")
-    if ref is not None and not isinstance(ref, str):
-        raise NBestFormatError(path, number, "'ref' must be a string or null", ref)
-    meta = _strings(obj["meta"], path, number, "'meta'") if "meta" in obj else EMPTY
-    return Utterance(uid, tuple(hyps), ref, meta, origin=f"{path}:{number}"), keys + len(meta)
+    return Utterance(uid, line.hyps, line.ref, line.meta, f"{path}:{number}")
 
 
-def header_meta(obj: Any, path: Path, number: int) -> dict[str, str] | None:
+def _converted(data: bytes, path: Path, number: int) -> Line:
+    """Line ``number`` read where it is not in the schema as it stands: scores written as text (``"-inf"``,
+    ``"tensor(-1.5)"``) are converted; anything else is refused, naming where in the line it is."""
+    obj = load_json(data, path, number)
+    hyps = obj.get("hyps") if isinstance(obj, dict) else None
+    for hyp in hyps if isinstance(hyps, list) else ():
+        scores = hyp.get("scores") if isinstance(hyp, dict) else None
+        if isinstance(scores, dict):
+            hyp["scores"] = {k: _number(v, path, number, k)[0] for k, v in scores.items()}
+    try:
+        return msgspec.convert(obj, Line)
+    except msgspec.ValidationError as err:
+        raise NBestFormatError(path, number, f"not an utterance of canonical JSONL ({err})") from None
+
+
+def header_meta(data: bytes, path: Path, number: int) -> dict[str, str] | None:
     """The list's meta from a header line ``{"nbest": {"fmt": str, "meta": {str: str}}}`` (the format its raw
-    values and meta were read from under :data:`NATIVE_KEY`, unless ``jsonl``); None if ``obj`` is no header."""
+    values and meta were read from under :data:`NATIVE_KEY`, unless ``jsonl``); None if line ``data`` is no
+    header."""
+    obj = load_json(data, path, number)
     if not isinstance(obj, dict) or set(obj) != {"nbest"}:
         return None
-    header = obj["nbest"]
-    if not isinstance(header, dict) or not isinstance(header.get("meta", {}), dict):
-        raise NBestFormatError(path, number, "'nbest' header must be {'fmt': str, 'meta': {str: str}}", obj)
-    _strings(header.get("meta", {}), path, number, "'nbest.meta'")
-    native = {NATIVE_KEY: header["fmt"]} if isinstance(header.get("fmt"), str) and header["fmt"] != "jsonl" else {}
-    return {**header.get("meta", {}), **native}
+    try:
+        header = msgspec.convert(obj["nbest"], Header)
+    except msgspec.ValidationError:
+        raise NBestFormatError(path, number, "'nbest' header must be {'fmt': str, 'meta': {str: str}}", obj) from None
+    return {**header.meta, **({NATIVE_KEY: header.fmt} if header.fmt != CANONICAL else {})}
 
 
 def header_lines(meta: Mapping[str, str], fmt: str = CANONICAL) -> list[str]:
     """The header line of a list of format ``fmt`` with ``meta`` (none where it would say nothing)."""
     native = meta.get(NATIVE_KEY) or fmt
     kept = {k: v for k, v in meta.items() if k != NATIVE_KEY}
-    return [json.dumps({"nbest": {"fmt": native, "meta": kept}}) + "\n"] if kept or native != CANONICAL else []
+    return [json_line({"nbest": {"fmt": native, "meta": kept}}) + "\n"] if kept or native != CANONICAL else []
 
 
-def jsonl_line(utt: Utterance) -> str:
-    hyps = []
-    for h in utt.hyps:
-        scores = h.scores
-        if not isinstance(scores, dict) or not math.isfinite(sum(scores.values())):  # rare: another mapping, or a
-            scores = {k: v if math.isfinite(v) else format_number(v) for k, v in scores.items()}  # ±inf ("-inf")
-        item: dict[str, Any] = {"text": h.text, "scores": scores}
-        if h.raw:
-            item["raw"] = dict(h.raw)
-        if h.tokens is not None:
-            item["tokens"] = h.tokens
-        if h.meta:
-            item["meta"] = dict(h.meta)
-        hyps.append(item)
-    obj: dict[str, Any] = {"id": utt.id, "ref": utt.ref, "hyps": hyps}
-    if utt.meta:
-        obj["meta"] = dict(utt.meta)
-    return json_line(obj)
+def jsonl_text(utterances: Iterable[Utterance]) -> str:
+    """The lines of ``utterances`` in canonical JSONL, each ended by a newline. A score that is not finite is
+    written as its text (``"-inf"``): JSON has no number for it."""
+    lines = [Line(id=u.id, ref=u.ref, hyps=u.hyps, meta=u.meta) for u in utterances]
+    data = encode_lines(lines)
+    if b"null" in data:  # only a score JSON cannot hold is written as null: write those as text
+        data = encode_lines([Line(id=line.id, ref=line.ref, meta=line.meta, hyps=tuple(
+            h if (scores := finite_scores(h.scores)) is h.scores else msgspec.structs.replace(h, scores=scores)
+            for h in line.hyps)) for line in lines])
+    return data.decode("utf-8")
 
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
@@ -152,10 +181,12 @@ def write_jsonl(nbest: NBest, path: str | Path) -> None:
 
 
 def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> Iterator[str]:
-    """The lines of ``nbest`` as canonical JSONL, made one at a time (``utterances``: others in place of its own,
-    such as its utterances re-ranked, made as they are written)."""
-    body = nbest if utterances is None else utterances
-    return chain(header_lines(nbest.meta, nbest.fmt), (jsonl_line(u) + "\n" for u in body))
+    """The text of ``nbest`` as canonical JSONL, a block of lines at a time (``utterances``: others in place of its
+    own, such as its utterances re-ranked, made as they are written)."""
+    body = iter(nbest if utterances is None else utterances)
+    yield from header_lines(nbest.meta, nbest.fmt)
+    while block := list(islice(body, WRITE_BLOCK)):
+        yield jsonl_text(block)
 
 
 # ---------------------------------------------------------------- Sockeye 3
@@ -175,7 +206,7 @@ def read_sockeye(path: str | Path) -> NBest:
             factors = score if isinstance(score, list) else [score]
             factored = factored or isinstance(score, list)
             value, raw = _number(factors[0] if factors else None, path, number, "score")
-            meta = {"factors": json.dumps(factors[1:])} if len(factors) > 1 else {}
+            meta = {"factors": value_text(factors[1:])} if len(factors) > 1 else {}
             if not isinstance(text, str):
                 raise NBestFormatError(path, number, "translation is not a string", text)
             hyps.append(Hypothesis(text, {"score": -value}, {"score": raw}, meta=meta))
@@ -183,7 +214,8 @@ def read_sockeye(path: str | Path) -> NBest:
         if sid in seen:
             raise NBestFormatError(path, number, "duplicate sentence_id", sid)
         seen.add(sid)
-        rest = {k: json.dumps(v) for k, v in obj.items() if k not in ("sentence_id", "translation", "translations", "score", "scores")}
+        rest = {k: value_text(v) for k, v in obj.items()
+                if k not in ("sentence_id", "translation", "translations", "score", "scores")}
         utterances.append(Utterance(sid, tuple(hyps), meta=rest, origin=f"{path}:{number}"))
     return NBest(utterances, fmt="sockeye", meta={"factored": "1" if factored else "0"}, source=str(path))
 
@@ -197,7 +229,7 @@ def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = Non
         scores = []
         for h in utt.hyps:
             cost = json_score(target.value(utt, h, target.overall(utt, h), lambda v: -v))
-            factors = [cost] + json.loads(target.meta(h.meta).get("factors", "[]"))
+            factors = [cost] + loads(target.meta(h.meta).get("factors", "[]"))
             scores.append(factors if factored or len(factors) > 1 else cost)
         obj: dict[str, Any] = {"sentence_id": int(utt.id) if _INT_ID.fullmatch(utt.id) else utt.id}
         if utt.hyps:
@@ -205,7 +237,7 @@ def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = Non
             obj["score"] = scores[0]
         obj["translations"] = [h.text for h in utt.hyps]
         obj["scores"] = scores
-        obj.update({k: json.loads(v) for k, v in target.meta(utt.meta).items()})
+        obj.update({k: loads(v) for k, v in target.meta(utt.meta).items()})
         lines.append(json_line(obj))
     write_text(path, "".join(f"{line}\n" for line in lines))
 
@@ -252,4 +284,4 @@ def write_mlm_scoring(nbest: NBest, path: str | Path, score_column: str | None =
         for rank, h in enumerate(utt.hyps, 1):
             entry[f"hyp_{rank}"] = {"score": json_score(target.value(utt, h, target.overall(utt, h))), "text": h.text}
         doc[utt.id] = entry
-    write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    write_text(path, document(doc, indent=2))

@@ -10,7 +10,8 @@ from pathlib import Path
 from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import json_line, load_json, parse_score, read_lines, text_lines
+from .codec import json_line, load_json
+from .common import parse_score, read_lines, text_lines
 from .target import Target, check_stem_id
 
 

@@ -23,7 +23,8 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
-from .common import is_number_text, json_line, load_json, parse_score, read_text, split_lines
+from .codec import DecodeError, json_line, load_json, loads, value_text
+from .common import is_number_text, parse_score, read_text, split_lines
 
 CONTAINERS = ("auto", "json", "jsonl", "csv", "tsv")
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
@@ -64,7 +65,7 @@ class Fields:
         return spec
 
     def dumps(self) -> str:
-        return json.dumps(asdict(self))
+        return value_text(asdict(self))
 
 
 HYPORADISE = Fields(hyps="input", ref="output", id="id", scores=("am_score",), container="json")
@@ -143,7 +144,7 @@ def score(value: Any, path: Path, line: int, column: str) -> tuple[float, str] |
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise NBestFormatError(path, line, f"{column} is not a number", value)
-    raw = value if isinstance(value, str) else json.dumps(value)
+    raw = value if isinstance(value, str) else value_text(value)
     return parse_score(raw, path, line, column), raw
 
 
@@ -259,7 +260,8 @@ def records_nbest(path: Path, spec: Fields, container: str, rows: list[tuple[int
             raise NBestFormatError(path, int(utt.origin.rpartition(":")[2]), f"duplicate utterance id (first at "
                                    f"{seen[utt.id]})", utt.id)
         seen[utt.id] = utt.origin
-    meta = {"fields": spec.dumps(), "container": container, "layout": json.dumps(layout), "rank_base": str(base)}
+    meta = {"fields": spec.dumps(), "container": container, "layout": value_text(layout),
+            "rank_base": str(base)}
     return NBest(utterances, fmt=fmt, meta=meta, source=str(path))
 
 
@@ -301,8 +303,8 @@ def looks_like_hyporadise(text: str) -> bool:
     """A JSON list whose first record has an ``input`` list of strings (``output``, the reference, is optional:
     output to re-rank has none)."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
+        doc = loads(text)
+    except DecodeError:
         return False
     first = doc[0] if isinstance(doc, list) and doc else None
     hyps = first.get("input") if isinstance(first, dict) else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any, Mapping
 from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import format_number, json_line, json_score
+from .codec import document, json_line, loads, value_text
+from .common import format_number, json_score
 from .records import HYPORADISE, SKELETON, SUFFIXES, Fields
 from .target import native_format
 
@@ -27,10 +27,10 @@ class Plan:
     def __init__(self, nbest: NBest, path: Path, fmt: str, spec: Fields, score_column: str | None,
                  extra: tuple[str, ...] = ()):
         stored = nbest.meta.get("fields")
-        self.native = native_format(nbest) == fmt and (stored is None or Fields.of(json.loads(stored)) == spec)
+        self.native = native_format(nbest) == fmt and (stored is None or Fields.of(loads(stored)) == spec)
         spec = replace(spec, scores=(*spec.scores, *extra))  # more score lists beside the mapping read
         self.path, self.fmt, self.spec = path, fmt, spec
-        self.layout = json.loads(nbest.meta.get("layout") or "{}") if self.native else {}
+        self.layout = loads(nbest.meta.get("layout") or "{}") if self.native else {}
         self.container = spec.container if spec.container != "auto" else (
             nbest.meta.get("container") if self.native and nbest.meta.get("container") else
             SUFFIXES.get(path.suffix.lower(), "jsonl"))
@@ -48,7 +48,7 @@ class Plan:
         self.base = int(nbest.meta.get("rank_base", "1")) if self.native else 1
 
     def skeleton(self, meta: Mapping[str, str]) -> dict[str, Any]:
-        return json.loads(meta[SKELETON]) if self.native and SKELETON in meta else {}
+        return loads(meta[SKELETON]) if self.native and SKELETON in meta else {}
 
     def value(self, utt: Utterance, hyp: Hypothesis, column: str) -> Any:
         """A score as the file holds it: a JSON number (the text read, when native), or text in a CSV cell."""
@@ -119,8 +119,8 @@ def hypothesis_rows(plan: Plan, utt: Utterance) -> list[dict[str, Any]]:
 def render(plan: Plan, records: list[dict[str, Any]]) -> str:
     if plan.container == "json":
         layout = {**DEFAULT_LAYOUT, **plan.layout}
-        text = json.dumps(records, indent=layout["indent"], ensure_ascii=layout["ascii"])
-        return text + ("\n" if layout["newline"] else "")
+        text = document(records, layout["indent"], layout["ascii"])
+        return text if layout["newline"] else text.removesuffix("\n")
     if plan.container == "jsonl":
         return "".join(json_line(r) + "\n" for r in records)
     header = list(plan.layout.get("header") or [])
@@ -138,7 +138,7 @@ def cell(value: Any) -> str:
     """A CSV cell: text as is, an empty cell for nothing, JSON for lists (one record per utterance)."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else value_text(value)
 
 
 def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fields | None = None,
@@ -149,7 +149,7 @@ def write_fields(nbest: NBest, path: str | Path, fields: Mapping[str, Any] | Fie
     if fields is not None:
         spec = Fields.of(fields)
     elif native_format(nbest) == fmt and nbest.meta.get("fields"):
-        spec = Fields.of(json.loads(nbest.meta["fields"]))
+        spec = Fields.of(loads(nbest.meta["fields"]))
     else:
         spec = Fields(hyps="hyps", ref="ref", id="id", scores=tuple(nbest.columns))
     plan = Plan(nbest, path, fmt, spec, score_column, extra)
@@ -166,7 +166,7 @@ def write_hyporadise(nbest: NBest, path: str | Path, score_column: str | None = 
     every other column (the file's own score lists, ``rescore``, the LM columns) as a list of its own name, which
     the reader reads back as that column."""
     stored = nbest.meta.get("fields") if native_format(nbest) == "hyporadise" else None
-    spec = Fields.of(json.loads(stored)) if stored else HYPORADISE
+    spec = Fields.of(loads(stored)) if stored else HYPORADISE
     first = score_column or next((c for c in (spec.scores[0], "score", "total") if c in nbest.columns), None)
     extra = tuple(c for c in nbest.columns if c not in spec.scores and c != first)
     write_fields(nbest, path, spec, score_column, fmt="hyporadise", extra=extra)

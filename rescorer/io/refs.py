@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import NBestFormatError
 from ..types import NBest, Utterance
-from .common import load_json, read_at, read_lines, split_key
+from .codec import load_json
+from .common import read_at, read_lines, split_key
 from .formats import facts
 from .target import native_format
 

@@ -67,5 +67,5 @@ def write_pair_records(path: str | Path, records: Sequence[Mapping[str, Any]]) -
     with atomic_file(path) as tmp:
         with tmp.open("w", encoding="utf-8") as handle:
             for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
     return Path(path)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 from ..errors import ConfigError, DataFormatError, UnknownNameError
-from ..io.common import load_json, read_text, split_lines
+from ..io.codec import load_json
+from ..io.common import read_text, split_lines
 
 TableColumn = Union[str, int]  # a column of a pairs file: its name, or (CSV/TSV) its 0-based position
 TABLE_SUFFIXES = (".jsonl", ".csv", ".tsv")

@@ -30,8 +30,7 @@ from ..report import Report, SetReport, write_report
 from ..report.html import write_html
 from ..report.summary import headline
 from ..safetext import visible
-from ..types import CANONICAL, NBest
-from .linewise import NotPlain, rerank_lines
+from ..types import NBest
 from .outputs import check_apart
 from .rerank import prepare, in_order, reranked
 from .rescore import depth_warnings
@@ -137,7 +136,7 @@ def job_key(tuned: Tuned) -> str:
     what = {"base": tuned.base.name, "weights": dict(tuned.weights), "penalties": [
         [c.name, c.penalty, c.alpha] for c in (tuned.base, *tuned.columns)],
         "scorers": {name: entry.get("signature") for name, entry in tuned.scorers.items()}}
-    return hashlib.blake2b(json.dumps(what, sort_keys=True).encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(json.dumps(what, sort_keys=True, allow_nan=False).encode(), digest_size=16).hexdigest()
 
 
 def stamp(path: Path) -> list[int]:
@@ -179,15 +178,8 @@ def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer],
 
 def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
                 weights: np.ndarray, chunk: int) -> ShardResult:
-    """Shard ``source`` re-ranked into ``out`` (in its format, atomically): a plain canonical JSONL shard line by
-    line (:mod:`rescorer.pipeline.linewise`), any other read whole."""
+    """Shard ``source`` re-ranked into ``out`` (in its format, atomically)."""
     start = time.perf_counter()
-    if (detect_format(source) if fmt == "auto" else fmt) == CANONICAL:
-        try:
-            tally = rerank_lines(source, out, tuned, scorers, metric, weights, chunk, EXAMPLES)
-            return ShardResult(tally.entry(), tally.changes, time.perf_counter() - start, tally.depth)
-        except NotPlain:
-            pass
     new, result = rerank_shard(with_rank(read_nbest(source, fmt)), tuned, scorers, metric, weights, chunk)
     write_nbest(new, out)
     return replace(result, seconds=time.perf_counter() - start)
@@ -225,7 +217,7 @@ class Job:
         write_text(self.record(name), json.dumps({
             "job": self.key, "input": stamp(source), "output": stamp(path), "seconds": result.seconds,
             "depth": result.depth,
-            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
+            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}, allow_nan=False) + "\n")
 
 
 def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Sequence[str | Path | None]) -> Job:
@@ -248,7 +240,7 @@ def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Se
     try:
         (root / SHARDS).mkdir(parents=True, exist_ok=True)
         (root / DONE).mkdir(exist_ok=True)
-        write_text(root / JOB, json.dumps({"job": key, "weights": dict(tuned.weights)}) + "\n")
+        write_text(root / JOB, json.dumps({"job": key, "weights": dict(tuned.weights)}, allow_nan=False) + "\n")
     except OSError as err:
         raise ConfigError(f"out_dir={root}: cannot write there ({err.strerror or err})") from None
     return Job(root, key)

@@ -60,11 +60,11 @@ def write_corpora(corpora: Mapping[str, Sequence[str]], out: Path, origin: Mappi
     """``out/corpus/{train,dev,test}.txt`` and ``origin.json`` (grammar and sampling options); a resumed run
     must have the same origin, or its models would continue on other data."""
     record = out / "corpus" / "origin.json"
-    if record.exists() and json.loads(record.read_text()) != json.loads(json.dumps(origin)):
+    if record.exists() and json.loads(record.read_text()) != json.loads(json.dumps(origin, allow_nan=False)):
         raise ConfigError(f"{out} holds a run sampled with other options ({record}); choose another out_dir")
     for split, texts in corpora.items():
         write_text(out / "corpus" / f"{split}.txt", "\n".join(texts) + "\n")
-    write_text(record, json.dumps(origin, indent=1) + "\n")
+    write_text(record, json.dumps(origin, indent=1, allow_nan=False) + "\n")
 
 
 def timed(out: Path, work) -> tuple[Any, float]:
@@ -74,7 +74,7 @@ def timed(out: Path, work) -> tuple[Any, float]:
     start = time.perf_counter()
     result = work()
     total = before + time.perf_counter() - start
-    write_text(record, json.dumps({"seconds": total}) + "\n")
+    write_text(record, json.dumps({"seconds": total}, allow_nan=False) + "\n")
     return result, total
 
 

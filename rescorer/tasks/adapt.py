@@ -21,7 +21,7 @@ def run(cfg: Any) -> dict[str, Any]:
     state = adapt(AdaptConfig(**options, dev_texts=dev_texts, out_dir=cfg.out_dir))
     out = Path(cfg.out_dir)
     curve_plot(state["curve"], out / "curve.png")
-    (out / "curve.json").write_text(json.dumps(state["curve"], indent=1) + "\n")
+    (out / "curve.json").write_text(json.dumps(state["curve"], indent=1, allow_nan=False) + "\n")
     if export:
         export_delta(out / "best", export)
     best = next((c for c in state["curve"] if c["step"] == state["best_step"]), {})

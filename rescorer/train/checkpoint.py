@@ -21,7 +21,7 @@ def save_checkpoint(out_dir: str | Path, name: str, model: Any, tokenizer: Any, 
     tokenizer.save_pretrained(tmp)
     if optimizer is not None:
         torch.save(dict(optimizer), tmp / "optimizer.pt")
-    write_text(tmp / "state.json", json.dumps(state, indent=1) + "\n")
+    write_text(tmp / "state.json", json.dumps(state, indent=1, allow_nan=False) + "\n")
     if target.exists():
         shutil.rmtree(target)
     tmp.rename(target)

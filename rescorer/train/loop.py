@@ -98,7 +98,7 @@ def start_run(out_dir: str | Path, options: Mapping[str, Any]) -> Path:
     hf_logging.disable_progress_bar()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.json", json.dumps(dict(options), indent=1, default=str) + "\n")
+    write_text(out / "config.json", json.dumps(dict(options), indent=1, default=str, allow_nan=False) + "\n")
     return out
 
 

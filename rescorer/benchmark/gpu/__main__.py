@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[gpu] {name}: up to {cap:.0f} s", flush=True)
             staged(name, args, cap, log)
     run = combined(args.out, plan, args.budget)
-    write_text(args.out / "gpu.json", json.dumps(run, indent=2, default=str) + "\n")
+    write_text(args.out / "gpu.json", json.dumps(run, indent=2, default=str, allow_nan=False) + "\n")
     text = table.markdown(run)
     write_text(args.out / "gpu.md", text)
     print(text)
@@ -80,7 +80,7 @@ def note(path: Path, name: str, status: str, rehearsal: bool) -> None:
     data = json.loads(path.read_text()) if path.exists() else {}
     data = {**dict.fromkeys((*COMMON, *STAGES[name][0].KEYS)), **data, "stage": name, "status": status}
     data["rehearsal"] = rehearsal
-    write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_text(path, json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
     print(f"[gpu] {name}: {status}", flush=True)
 
 

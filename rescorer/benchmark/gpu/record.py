@@ -53,7 +53,7 @@ class Record:
 
     def save(self) -> None:
         self.data["seconds"] = round(time.monotonic() - self.started, 2)
-        write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+        write_text(self.path, json.dumps(self.data, indent=2, default=str, allow_nan=False) + "\n")
 
 
 def device_name(device: str) -> str:
