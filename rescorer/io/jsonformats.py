@@ -21,6 +21,7 @@ from ..files import write_lines, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
 from .common import (check_keys, find_key, format_number, iter_lines, json_line, json_score, load_json, parse_score,
                      read_text, require_ranks)
+from .format import Sample
 from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
@@ -61,6 +62,11 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- canonical JSONL
+def detect_jsonl(sample: Sample) -> bool:
+    """Canonical JSONL: a first line that is an utterance with ``hyps`` or the ``{"nbest": …}`` header."""
+    return sample.head is not None and ("hyps" in sample.head or set(sample.head) == {"nbest"})
+
+
 def read_jsonl(path: str | Path) -> NBest:
     path = Path(path)
     utterances, seen, meta_of_list = [], set(), {}
@@ -159,6 +165,11 @@ def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> 
 
 
 # ---------------------------------------------------------------- Sockeye 3
+def detect_sockeye(sample: Sample) -> bool:
+    """Sockeye JSON lines: a first line with ``translation`` or ``translations``."""
+    return sample.head is not None and ("translation" in sample.head or "translations" in sample.head)
+
+
 def read_sockeye(path: str | Path) -> NBest:
     """Sockeye ``--output-type json`` n-best: scores are negative log-probs (lower is better) and are negated."""
     path = Path(path)
@@ -211,6 +222,12 @@ def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = Non
 
 
 # ---------------------------------------------------------------- awslabs/mlm-scoring
+def detect_mlm_scoring(sample: Sample) -> bool:
+    """An object of utterances, each holding ``hyp_<k>`` entries."""
+    doc = sample.document
+    return doc is not None and all(isinstance(v, dict) and any(k.startswith("hyp_") for k in v) for v in doc.values())
+
+
 def read_mlm_scoring(path: str | Path) -> NBest:
     """``{utt: {"ref": str, "hyp_<k>": {"score", "text"}}}``; utterances in sorted key order, text stripped."""
     path = Path(path)
