@@ -96,8 +96,14 @@ def facts(name: str) -> Format:
 
 
 def register(fmt: Format) -> None:
-    """Add a format (or replace one of the same name): it is read, written and asked about as the shipped ones are."""
-    REGISTRY[fmt.name] = fmt
+    """Add a format, or replace the one of its name: it is read, written, detected and asked about as the shipped
+    ones are. ``fmt=auto`` asks a new format's ``detect`` first (a format replaced is asked in its place)."""
+    if fmt.name in REGISTRY:
+        REGISTRY[fmt.name] = fmt
+        return
+    entries = {fmt.name: fmt, **REGISTRY}
+    REGISTRY.clear()
+    REGISTRY.update(entries)
 
 
 def detectable() -> tuple[str, ...]:
