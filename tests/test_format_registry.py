@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import rescorer
-from rescorer.io import REGISTRY, Format, register, whole
+from rescorer.io import FORMATS, REGISTRY, Format, Sample, register, whole
 from rescorer.io.formats import facts
 
 PACKAGE = Path(rescorer.__file__).parent
@@ -52,6 +54,12 @@ def write_toy(nbest: rescorer.NBest, path: str | Path) -> None:
                                   for u in nbest), encoding="utf-8")
 
 
+def detect_toy(sample: Sample) -> bool:
+    """A toy list: its first line is an object of ``id`` and ``hyps`` pairs."""
+    head = sample.head
+    return head is not None and set(head) == {"id", "hyps"} and all(isinstance(h, list) for h in head["hyps"])
+
+
 @pytest.fixture
 def toy():
     register(Format("toy", whole(read_toy), write_toy, base=("toy",), text_chars="\n"))
@@ -59,10 +67,18 @@ def toy():
     del REGISTRY["toy"]
 
 
-def test_a_new_format_is_one_registry_entry_and_round_trips(toy, tmp_path):
-    path = tmp_path / "lists.toy"
+@pytest.fixture
+def lists(tmp_path):
+    """A toy list, and a file no format claims."""
+    path, unknown = tmp_path / "lists.toy", tmp_path / "notes.txt"
     path.write_text('{"id": "a", "hyps": [["one two", -1.5], ["one too", -2.0]]}\n'
                     '{"id": "b", "hyps": [["three", -0.25]]}\n', encoding="utf-8")
+    unknown.write_text("no list here\n", encoding="utf-8")
+    return path, unknown
+
+
+def test_a_new_format_is_one_registry_entry_and_round_trips(toy, lists, tmp_path):
+    path = lists[0]
     nbest = rescorer.read_nbest(path, fmt="toy")
     assert [[(h.text, h.scores["toy"]) for h in u.hyps] for u in nbest] == [
         [("one two", -1.5), ("one too", -2.0)], [("three", -0.25)]]
@@ -73,6 +89,25 @@ def test_a_new_format_is_one_registry_entry_and_round_trips(toy, tmp_path):
     with pytest.raises(rescorer.NBestFormatError, match="cannot be written as toy"):
         rescorer.write_nbest(bad, tmp_path / "bad.toy")  # the record's own facts are enforced
     assert not (tmp_path / "bad.toy").exists()
+
+
+def test_a_registered_format_with_detect_is_found_as_a_shipped_one(toy, lists, tmp_path):
+    path, unknown = lists
+    canonical = tmp_path / "lists.jsonl"
+    canonical.write_text('{"id": "a", "hyps": [{"text": "one", "scores": {"score": -1.0}}]}\n', encoding="utf-8")
+    register(replace(toy, detect=detect_toy))
+    assert rescorer.detect_format(path) == "toy" and rescorer.detect_format(canonical) == "jsonl"
+    nbest = rescorer.read_nbest(path)
+    assert nbest.fmt == "toy" and [[h.scores["toy"] for h in u.hyps] for u in nbest] == [[-1.5, -2.0], [-0.25]]
+    with pytest.raises(rescorer.NBestFormatError, match=re.escape(f"(known: toy, {', '.join(FORMATS)})")):
+        rescorer.detect_format(unknown)  # a new format is asked first
+
+
+def test_a_registered_format_without_detect_is_never_picked(toy, lists):
+    path, unknown = lists
+    assert toy.detect is None and rescorer.detect_format(path) == "jsonl"  # the shipped format that claims it
+    with pytest.raises(rescorer.NBestFormatError, match=re.escape(f"(known: {', '.join(FORMATS)})")):
+        rescorer.detect_format(unknown)
 
 
 def test_an_unknown_format_is_refused_with_the_known_ones(tmp_path):

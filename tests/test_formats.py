@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rescorer.errors import NBestFormatError
 from rescorer.io import detect_format, read_nbest, write_nbest
 
 FIX = Path(__file__).parent / "fixtures" / "formats"
@@ -117,6 +118,15 @@ def test_detect_format_and_layout(rel, fmt, expected):
     nbest = read(rel)
     assert nbest.fmt == fmt
     assert [(u.id, len(u.hyps)) for u in nbest] == expected
+
+
+@pytest.mark.parametrize("text", ['{"a":\t1.0\n}\n', '{"a": 1}\nH-0\tone\n'], ids=["nemo-like", "fairseq-like"])
+def test_a_json_object_is_never_taken_for_a_line_format(text, tmp_path):
+    """A first line that opens a JSON object is a JSON format's: no other format's lines are looked for in it."""
+    path = tmp_path / "list.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(NBestFormatError, match="unknown N-best format"):
+        detect_format(path)
 
 
 @pytest.mark.parametrize("rel, fmt", formats())

@@ -1,9 +1,7 @@
 """Read and write N-best lists of real toolkits; ``fmt="auto"`` detects the format."""
 from __future__ import annotations
 
-import json
 import math
-from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
@@ -11,16 +9,13 @@ from ..bulk import paused_gc
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import PATH, TEXT, Option, checked, keywords
 from ..types import CANONICAL, Hypothesis, NBest, Utterance
-from . import espnet, fairseq, kaldi, moses, nemo, records
-from .codec import load_json
-from .common import iter_lines, read_text, split_lines
 from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
-from .format import Format
-from .formats import REGISTRY, facts, format_of, register, whole
+from .format import Format, Sample
+from .formats import REGISTRY, detectable, facts, format_of, register, whole
 from .target import check_writable
 
-FORMATS = tuple(name for name, fmt in REGISTRY.items() if fmt.detected)  # what fmt=auto can find
+FORMATS = detectable()  # what fmt=auto can find among the shipped formats
 READ = {"path": PATH, "fmt": TEXT, "refs": Option("path", null=True), "refs_fmt": TEXT}
 WRITE = {"path": PATH, "fmt": Option("text", null=True), "score_column": Option("text", null=True)}
 
@@ -39,42 +34,16 @@ def metric_defaults(name: str, formats: Iterable[str]) -> dict[str, object]:
 
 
 def detect_format(path: str | Path) -> str:
-    """Guess the format of ``path`` from its layout and first lines."""
+    """Guess the format of ``path`` from its layout and first lines: the first format in the registry whose
+    ``detect`` says yes (asked of a :class:`~rescorer.io.format.Sample` of the path, which reads each part once)."""
     path = Path(path)
-    if path.is_dir():
-        if espnet.is_espnet2_dir(path):
-            return "espnet2"
-        if kaldi.is_kaldi_dir(path):
-            return "kaldi"
+    sample = Sample(path, path.is_dir())
+    for fmt in REGISTRY.values():
+        if fmt.detect is not None and fmt.directory == sample.is_dir and fmt.detect(sample):
+            return fmt.name
+    if sample.is_dir:
         raise NBestFormatError(path, None, "unknown N-best directory layout (expected <n>best_recog/ or words_text)")
-    lines = [line for _, line in islice(iter_lines(path), 200)]  # the head: a list of any size is not read whole
-    first = next((line for line in lines if line.strip()), None)
-    if first is None:
-        first = split_lines(read_text(path))[0]  # a file of blank lines is refused as empty
-    if first.lstrip().startswith("[") and records.looks_like_hyporadise(read_text(path)):
-        return "hyporadise"
-    if first.lstrip().startswith("{"):
-        head = first.strip()
-        try:
-            obj = json.loads(head)
-        except json.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict) and ("hyps" in obj or set(obj) == {"nbest"}):
-            return "jsonl"
-        if isinstance(obj, dict) and ("translation" in obj or "translations" in obj):
-            return "sockeye"
-        doc = load_json(read_text(path), path) if obj is None or head == "{" else obj
-        if isinstance(doc, dict) and "utts" in doc:
-            return "espnet1"
-        if isinstance(doc, dict) and all(isinstance(v, dict) and any(k.startswith("hyp_") for k in v) for v in doc.values()):
-            return "mlm-scoring"
-    elif moses.looks_like(lines):
-        return "marian" if "F0=" in first else "moses"
-    elif fairseq.looks_like(lines):
-        return "fairseq"
-    elif nemo.looks_like(lines):
-        return "nemo"
-    raise NBestFormatError(path, 1, f"unknown N-best format (known: {', '.join(FORMATS)})", first)
+    raise NBestFormatError(path, 1, f"unknown N-best format (known: {', '.join(detectable())})", sample.first)
 
 
 @paused_gc()
@@ -178,6 +147,6 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     return nbest
 
 
-__all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "attach_refs", "check_nbest", "detect_format",
-           "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest", "read_refs", "register",
-           "whole", "with_rank", "write_nbest"]
+__all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "Sample", "attach_refs", "check_nbest",
+           "detect_format", "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest",
+           "read_refs", "register", "whole", "with_rank", "write_nbest"]

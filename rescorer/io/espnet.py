@@ -10,6 +10,7 @@ from ..types import Hypothesis, NBest, Utterance
 from .codec import document, load_json, loads, value_text
 from .common import (find_key, format_number, id_lines, json_score, parse_score, present, read_lines, read_text,
                      require_ranks, split_key)
+from .format import Sample
 from .target import Target
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
@@ -17,8 +18,9 @@ _TARGET = re.compile(r"^target1\[(\d+)\]$")
 
 
 # ---------------------------------------------------------------- ESPnet2
-def is_espnet2_dir(path: Path) -> bool:
-    return path.is_dir() and bool(_job_roots(path))
+def detect_espnet2(sample: Sample) -> bool:
+    """An ESPnet2 decode directory: ``<n>best_recog/`` in it or in its ``logdir/output.*`` jobs."""
+    return bool(_job_roots(sample.path))
 
 
 def _job_roots(path: Path) -> list[Path]:
@@ -167,6 +169,11 @@ def _value(target: Target, hyp: Hypothesis, column: str) -> str:
 
 
 # ---------------------------------------------------------------- ESPnet1
+def detect_espnet1(sample: Sample) -> bool:
+    """An ESPnet1 ``data.json``: a JSON object with ``utts``."""
+    return sample.document is not None and "utts" in sample.document
+
+
 def read_espnet1(path: str | Path) -> NBest:
     """Read ESPnet1 ``data.json`` (``{"utts": {id: {"output": [...]}}}``)."""
     path = Path(path)

@@ -14,6 +14,7 @@ from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
 from .common import parse_score, read_lines, text_lines
+from .format import Sample
 from .target import Target
 
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
@@ -23,6 +24,11 @@ _IGNORED = set("AIEWC")
 
 def looks_like(lines: list[str]) -> bool:
     return any(LINE.match(line) and line[0] in "HD" for line in lines)
+
+
+def detect(sample: Sample) -> bool:
+    """fairseq-generate/interactive output: ``H-<id>`` or ``D-<id>`` lines among the first."""
+    return not sample.braced and looks_like(sample.lines)
 
 
 def read(path: str | Path, log_base: str = "auto") -> NBest:

@@ -1,11 +1,66 @@
-"""What one N-best format is, as one record: how it is read and written and every fact the rest of the package
-asks about it (the registry of the toolkits rescorer knows is :mod:`rescorer.io.formats`)."""
+"""What one N-best format is, as one record: how it is read, written and recognised and every fact the rest of the
+package asks about it (the registry of the toolkits rescorer knows is :mod:`rescorer.io.formats`); and the
+:class:`Sample` of a path that formats are recognised by."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import islice
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..types import NBest
+from .codec import DecodeError, load_json, loads
+from .common import iter_lines, read_text, split_lines
+
+HEAD_LINES = 200  # the lines a format is detected by: a list of any size is not read whole
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What format detection looks at in one path, each part read once, when a format first asks for it."""
+
+    path: Path
+    is_dir: bool
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The file's first lines (at most :data:`HEAD_LINES`)."""
+        return [line for _, line in islice(iter_lines(self.path), HEAD_LINES)]
+
+    @cached_property
+    def text(self) -> str:
+        """The whole file."""
+        return read_text(self.path)
+
+    @cached_property
+    def first(self) -> str:
+        """The first line that is not blank (the file's first line when the head is all blank)."""
+        first = next((line for line in self.lines if line.strip()), None)
+        return split_lines(self.text)[0] if first is None else first  # a file of blank lines is refused as empty
+
+    @cached_property
+    def braced(self) -> bool:
+        """The first line opens a JSON object: the file is for a JSON format, never for a line format."""
+        return self.first.lstrip().startswith("{")
+
+    @cached_property
+    def head(self) -> dict | None:
+        """The first line's JSON object; None when it opens none or is not a whole one."""
+        if not self.braced:
+            return None
+        try:
+            return loads(self.first.strip())
+        except DecodeError:
+            return None
+
+    @cached_property
+    def document(self) -> dict | None:
+        """The JSON object the file opens with: the first line's when it is a whole one, else the whole file's
+        (invalid JSON is an error naming its line); None when the first line opens none."""
+        if not self.braced or self.head is not None:
+            return self.head
+        return load_json(self.text, self.path)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -31,8 +86,10 @@ class Format:
     """A file is one document in order: context runs through it (else utterance ids name the recordings)."""
     line_number_ids: bool = False
     """Ids are line numbers: plain references are matched by them."""
-    detected: bool = True
-    """``fmt=auto`` may pick it (a generic format read through a mapping never is)."""
+    detect: Callable[[Sample], bool] | None = None
+    """Whether a path is in this format (asked only of directories for a directory format, only of files for the
+    others, in registry order: the first that says yes is the format ``fmt=auto`` picks); None: never detected (a
+    generic format read through a mapping)."""
     directory: bool = False
     """A list is a directory (written as ``NAME/nbest/``)."""
     all_columns: bool = False

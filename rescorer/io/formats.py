@@ -9,13 +9,14 @@ from typing import Callable, Iterator
 
 from ..errors import NBestFormatError
 from ..types import NBest
-from .espnet import read_espnet1, read_espnet2, write_espnet1, write_espnet2
-from .fairseq import read as read_fairseq, write as write_fairseq
-from .jsonformats import jsonl_blocks, read_mlm_scoring, read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye
-from .kaldi import read as read_kaldi, write as write_kaldi
-from .moses import read as read_moses, write as write_moses
-from .nemo import read as read_nemo, write as write_nemo
-from .records import read_fields, read_hyporadise
+from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
+from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
+from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, read_mlm_scoring, read_sockeye,
+                          write_jsonl, write_mlm_scoring, write_sockeye)
+from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
+from .moses import detect as detect_moses, detect_marian, read as read_moses, write as write_moses
+from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
+from .records import detect_hyporadise, read_fields, read_hyporadise
 from .recordwrite import write_fields, write_hyporadise
 from .common import LINE_BREAKS, line_id_problem
 from .format import Format
@@ -61,29 +62,30 @@ def file_name(column: str) -> bool:
 MOSES = dict(translation=True, base=("total",), one_document=True, line_number_ids=True, text_chars=LINE_BREAKS,
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
              column_problem=feature_label)
-REGISTRY: dict[str, Format] = {f.name: f for f in (
-    Format("espnet2", whole(read_espnet2), write_espnet2, directory=True, one_best="text",
+REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tries them
+    Format("espnet2", whole(read_espnet2), write_espnet2, detect=detect_espnet2, directory=True, one_best="text",
            text_chars=LINE_BREAKS, id_problem=line_id),
-    Format("espnet1", whole(read_espnet1), write_espnet1, one_best="text", text_words=("\u2581", "<eos>")),
-    Format("fairseq", whole(read_fairseq), write_fairseq, translation=True,
+    Format("kaldi", whole(read_kaldi), write_kaldi, detect=detect_kaldi, base=(), directory=True, all_columns=True,
+           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
+    Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
+           per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
+    Format("jsonl", jsonl_blocks, write_jsonl, detect=detect_jsonl, base=("score", "total"), all_columns=True,
+           holds_empty=True),
+    Format("sockeye", whole(read_sockeye), write_sockeye, detect=detect_sockeye, translation=True,
+           per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
+    Format("espnet1", whole(read_espnet1), write_espnet1, detect=detect_espnet1, one_best="text",
+           text_words=("\u2581", "<eos>")),
+    Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, detect=detect_mlm_scoring, one_document=True,
+           holds_empty=True),
+    Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), detect=detect_marian, **MOSES),
+    Format("moses", whole(read_moses), write_moses, detect=detect_moses, bleu_defaults=(("lowercase", True), ("force", True)),
+           **MOSES),
+    Format("fairseq", whole(read_fairseq), write_fairseq, detect=detect_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("moses", whole(read_moses), write_moses, bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
-    Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), **MOSES),
-    Format("sockeye", whole(read_sockeye), write_sockeye, translation=True,
-           per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
-    Format("nemo", whole(read_nemo), write_nemo, text_chars="\t" + LINE_BREAKS),
-    Format("kaldi", whole(read_kaldi), write_kaldi, base=(), directory=True, all_columns=True, one_best="text",
-           text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
-    Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, one_document=True,
-           holds_empty=True),
-    Format("jsonl", jsonl_blocks, write_jsonl, base=("score", "total"), all_columns=True,
-           holds_empty=True),
-    Format("hyporadise", whole(read_hyporadise), write_hyporadise, base=("am_score", "score"),
-           per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
-    Format("fields", whole(read_fields), write_fields, base=("score", "total"), detected=False,
-           holds_empty=True),
+    Format("nemo", whole(read_nemo), write_nemo, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
+    Format("fields", whole(read_fields), write_fields, base=("score", "total"), holds_empty=True),
 )}
 
 
@@ -108,5 +110,16 @@ def facts(name: str) -> Format:
 
 
 def register(fmt: Format) -> None:
-    """Add a format (or replace one of the same name): it is read, written and asked about as the shipped ones are."""
-    REGISTRY[fmt.name] = fmt
+    """Add a format, or replace the one of its name: it is read, written, detected and asked about as the shipped
+    ones are. ``fmt=auto`` asks a new format's ``detect`` first (a format replaced is asked in its place)."""
+    if fmt.name in REGISTRY:
+        REGISTRY[fmt.name] = fmt
+        return
+    entries = {fmt.name: fmt, **REGISTRY}
+    REGISTRY.clear()
+    REGISTRY.update(entries)
+
+
+def detectable() -> tuple[str, ...]:
+    """The formats ``fmt=auto`` can find, in the order it tries them."""
+    return tuple(name for name, fmt in REGISTRY.items() if fmt.detect is not None)

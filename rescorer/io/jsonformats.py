@@ -23,6 +23,7 @@ from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
 from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, load_json,
                     loads, value_text)
 from .common import binary_blocks, find_key, iter_lines, json_score, parse_score, read_text, require_ranks
+from .format import Sample
 from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
@@ -63,6 +64,11 @@ def _strings(value: Any, path: Path, line: int, what: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- canonical JSONL
+def detect_jsonl(sample: Sample) -> bool:
+    """Canonical JSONL: a first line that is an utterance with ``hyps`` or the ``{"nbest": …}`` header."""
+    return sample.head is not None and ("hyps" in sample.head or set(sample.head) == {"nbest"})
+
+
 class Line(msgspec.Struct, gc=False, omit_defaults=True, kw_only=True):
     """One line of canonical JSONL: an utterance, decoded and encoded as it is (absent fields are left out)."""
 
@@ -190,6 +196,11 @@ def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> 
 
 
 # ---------------------------------------------------------------- Sockeye 3
+def detect_sockeye(sample: Sample) -> bool:
+    """Sockeye JSON lines: a first line with ``translation`` or ``translations``."""
+    return sample.head is not None and ("translation" in sample.head or "translations" in sample.head)
+
+
 def read_sockeye(path: str | Path) -> NBest:
     """Sockeye ``--output-type json`` n-best: scores are negative log-probs (lower is better) and are negated."""
     path = Path(path)
@@ -243,6 +254,12 @@ def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = Non
 
 
 # ---------------------------------------------------------------- awslabs/mlm-scoring
+def detect_mlm_scoring(sample: Sample) -> bool:
+    """An object of utterances, each holding ``hyp_<k>`` entries."""
+    doc = sample.document
+    return doc is not None and all(isinstance(v, dict) and any(k.startswith("hyp_") for k in v) for v in doc.values())
+
+
 def read_mlm_scoring(path: str | Path) -> NBest:
     """``{utt: {"ref": str, "hyp_<k>": {"score", "text"}}}``; utterances in sorted key order, text stripped."""
     path = Path(path)

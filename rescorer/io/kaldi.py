@@ -13,6 +13,7 @@ from ..errors import NBestFormatError
 from ..files import atomic_dir
 from ..types import Hypothesis, NBest, Utterance
 from .common import id_lines, parse_score, present, read_lines, require_ranks, split_key
+from .format import Sample
 from .target import Target
 
 COST_FILES = {"acwt": "am", "lmwt.nolm": "graph", "lmwt.withlm": "lm"}
@@ -21,6 +22,11 @@ WORDS_FILE = "words_text"
 
 def is_kaldi_dir(path: Path) -> bool:
     return path.is_dir() and (path / WORDS_FILE).is_file()
+
+
+def detect(sample: Sample) -> bool:
+    """A Kaldi N-best directory: ``words_text`` in it."""
+    return is_kaldi_dir(sample.path)
 
 
 def _cost_files(path: Path) -> dict[str, Path]:

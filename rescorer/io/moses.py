@@ -14,6 +14,7 @@ from ..errors import NBestFormatError
 from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
 from .common import parse_score, read_lines, text_lines
+from .format import Sample
 from .target import Target
 
 SEP = "|||"
@@ -25,6 +26,16 @@ def looks_like(lines: list[str]) -> bool:
     first = next((line for line in lines if line.strip()), "")
     fields = first.split(SEP)
     return len(fields) >= 4 and fields[0].strip().isdigit()
+
+
+def detect(sample: Sample) -> bool:
+    """Moses-style ``id ||| text ||| features ||| total`` lines."""
+    return looks_like(sample.lines)
+
+
+def detect_marian(sample: Sample) -> bool:
+    """Marian's: Moses-style lines whose features are labelled ``F0=``, … (asked before Moses)."""
+    return "F0=" in sample.first and looks_like(sample.lines)
 
 
 def _is_number(field: str) -> bool:

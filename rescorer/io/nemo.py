@@ -12,6 +12,7 @@ from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
 from .codec import json_line, load_json
 from .common import parse_score, read_lines, text_lines
+from .format import Sample
 from .target import Target, check_stem_id
 
 
@@ -25,6 +26,11 @@ def looks_like(lines: list[str]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def detect(sample: Sample) -> bool:
+    """NeMo's ``text<TAB>score`` lines."""
+    return not sample.braced and looks_like(sample.lines)
 
 
 def read_manifest(path: str | Path) -> list[tuple[str, str | None, int]]:

@@ -25,6 +25,7 @@ from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
 from .codec import DecodeError, json_line, load_json, loads, value_text
 from .common import is_number_text, parse_score, read_text, split_lines
+from .format import Sample
 
 CONTAINERS = ("auto", "json", "jsonl", "csv", "tsv")
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
@@ -311,4 +312,10 @@ def looks_like_hyporadise(text: str) -> bool:
     return isinstance(hyps, list) and all(isinstance(h, str) for h in hyps)
 
 
-__all__ = ["HYPORADISE", "SKELETON", "Fields", "looks_like_hyporadise", "read_fields", "read_hyporadise"]
+def detect_hyporadise(sample: Sample) -> bool:
+    """A file opening with ``[`` that :func:`looks_like_hyporadise` (read whole: a JSON list is one value)."""
+    return sample.first.lstrip().startswith("[") and looks_like_hyporadise(sample.text)
+
+
+__all__ = ["HYPORADISE", "SKELETON", "Fields", "detect_hyporadise", "looks_like_hyporadise", "read_fields",
+           "read_hyporadise"]
