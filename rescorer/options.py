@@ -11,13 +11,14 @@ from typing import Any, Mapping
 from .errors import ConfigError, short_repr
 
 KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
-         "path": "a path", "flag": "true or false"}
+         "path": "a path", "paths": "a path or a list of paths", "flag": "true or false"}
 
 
 @dataclass(frozen=True)
 class Option:
-    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``flag``), its bounds
-    for numbers (``strict``: the bounds themselves excluded), whether null is allowed and an example for errors."""
+    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``paths``: a path or a
+    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), whether null is
+    allowed and an example for errors."""
 
     kind: str
     low: float | None = None
@@ -45,6 +46,8 @@ class Option:
             return isinstance(value, str)
         if self.kind == "path":  # a NUL byte cannot be in any path the system opens
             return isinstance(value, (str, os.PathLike)) and "\0" not in os.fspath(value)
+        if self.kind == "paths":
+            return all(map(PATH.holds_kind, value if isinstance(value, (list, tuple)) else [value]))
         return isinstance(value, bool)
 
     def in_range(self, value: Any) -> bool:

@@ -17,7 +17,8 @@ import pytest
 import rescorer
 from rescorer.errors import ConfigError
 from rescorer.io import write_nbest
-from rescorer.pipeline.shards import chunks, shard_paths
+from rescorer.pipeline.inputs import named_inputs
+from rescorer.pipeline.shards import chunks
 from rescorer.types import Hypothesis, NBest, Utterance
 
 from .conftest import DEMO, RAY_ENV, ROOT
@@ -61,7 +62,7 @@ def tuned(demo_shards, tiny_causal) -> Path:
 def test_a_directory_of_decode_directories_is_applied_as_the_in_memory_apply_writes_each(demo_shards, tiny_causal,
                                                                                          tmp_path):
     tuned = tuned_on(demo_shards / "dev.jsonl", tiny_causal, tmp_path / "tuned", source="rescored")
-    inputs = shard_paths(demo_shards / "shards")
+    inputs = list(named_inputs(demo_shards / "shards"))
     assert [p.name for p in inputs] == ["split0", "split1"]
     rescorer.apply(None, tuned, inputs=demo_shards / "shards", out_dir=tmp_path / "sharded",
                    engine={"progress": False})
@@ -184,25 +185,43 @@ def test_an_output_changed_after_its_record_is_done_again_and_the_others_are_kep
                                                                                                       "2.jsonl")}
 
 
-def test_inputs_are_a_glob_a_directory_a_list_file_or_paths(tmp_path):
-    for name in ("b.jsonl", "a.jsonl", ".hidden"):
-        (tmp_path / "d" / name).parent.mkdir(exist_ok=True)
-        (tmp_path / "d" / name).write_text("{}\n")
-    (tmp_path / "list.txt").write_text("d/b.jsonl\n\nd/a.jsonl\n")
-    assert [p.name for p in shard_paths(tmp_path / "d")] == ["a.jsonl", "b.jsonl"]
-    assert [p.name for p in shard_paths(str(tmp_path / "d" / "*.jsonl"))] == ["a.jsonl", "b.jsonl"]
-    assert shard_paths(tmp_path / "list.txt") == [tmp_path / "d" / "b.jsonl", tmp_path / "d" / "a.jsonl"]
-    assert shard_paths([tmp_path / "d" / "a.jsonl"]) == [tmp_path / "d" / "a.jsonl"]
-    assert shard_paths(tmp_path / "d" / "a.jsonl") == [tmp_path / "d" / "a.jsonl"]  # not a list: an N-best file
-    with pytest.raises(ConfigError, match=r"task.inputs=.*\*.nbest: the pattern matches no file"):
-        shard_paths(str(tmp_path / "*.nbest"))
-    with pytest.raises(ConfigError, match="no such file or directory"):
-        shard_paths([tmp_path / "missing.jsonl"])
-    hostile = tmp_path / "d" / "<b>\x1b[31m.jsonl"
-    hostile.write_text("{}\n")
-    with pytest.raises(ConfigError, match=r"cannot name a shard: use letters") as refused:
-        shard_paths(tmp_path / "d")
-    assert "\x1b" not in str(refused.value) and "<b>" in str(refused.value)
+def test_splits_of_one_file_name_are_each_written_under_a_name_of_their_folder(demo_shards, tuned_on_columns,
+                                                                              tmp_path):
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    splits = [tmp_path / "exp" / "decode" / f"split{k}" / "nbest.jsonl" for k in (1, 2)]
+    for k, path in enumerate(splits):
+        write_nbest(nbest.with_utterances(nbest.utterances[20 * k : 20 * k + 20]), path)
+    report = rescorer.apply(None, tuned_on_columns, inputs=str(tmp_path / "exp" / "decode" / "split*" / "nbest.jsonl"),
+                            out_dir=tmp_path / "all", engine={"progress": False}).report
+    names = ["split1-nbest.jsonl", "split2-nbest.jsonl"]
+    assert sorted(os.listdir(tmp_path / "all" / "shards")) == names and list(report.sets) == names
+    assert sorted(os.listdir(tmp_path / "all" / "done")) == [f"{name}.json" for name in names]
+    for name, path in zip(names, splits):
+        rescorer.apply(None, tuned_on_columns, inputs=[path], out_dir=tmp_path / name, engine={"progress": False})
+        assert (tmp_path / "all" / "shards" / name).read_bytes() == (tmp_path / name / "shards" / "nbest.jsonl"
+                                                                     ).read_bytes()
+        assert report.sets[name].utterances == 20
+
+
+@pytest.mark.slow
+def test_the_command_line_applies_an_at_list_and_refuses_a_misspelt_one_in_a_line(demo_shards, tuned_on_columns,
+                                                                                    tmp_path):
+    split0, split1 = (os.path.relpath(demo_shards / "shards" / name, tmp_path) for name in ("split0", "split1"))
+    (tmp_path / "shards.txt").write_text(f"# the demo's splits, relative to this file\n{split0}\n\n{split1}\n")
+    (tmp_path / "misspelt.txt").write_text(f"{split0}\n# then\nsplit9\n")
+    command = [sys.executable, "-m", "rescorer", "task=apply", f"task.tuned={tuned_on_columns}", "engine.store=null"]
+    env = {**os.environ, "CI": "1"}
+    done = subprocess.run([*command, f"task.inputs=@{tmp_path / 'shards.txt'}", f"out_dir={tmp_path / 'out'}"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(tmp_path / "out" / "shards")) == ["split0", "split1"]
+    done = subprocess.run([*command, f"task.inputs=@{tmp_path / 'misspelt.txt'}", f"out_dir={tmp_path / 'bad'}"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"rescorer: error: {tmp_path / 'misspelt.txt'}:3: no such file or directory: "
+                                        f"{tmp_path / 'split9'} (a list file names one path a line, relative to its "
+                                        "folder)"]
+    assert not (tmp_path / "bad").exists()
 
 
 def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, tuned, tmp_path):
@@ -217,7 +236,7 @@ def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, 
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     with pytest.raises(ConfigError, match="is not empty and holds no job.json"):
         rescorer.apply(None, tuned, inputs=[shard], out_dir=tmp_path / "mine", engine={"progress": False})
-    with pytest.raises(ConfigError, match="have the same name"):
+    with pytest.raises(ConfigError, match="are the same file"):
         rescorer.apply(None, tuned, inputs=[shard, demo_shards / "dev.jsonl", tmp_path / "one.jsonl"],
                        out_dir=tmp_path / "new", engine={"progress": False})
     with pytest.raises(ConfigError, match="which this run reads"):

@@ -16,7 +16,8 @@ from .outputs import OutDir, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
-from .shards import CHUNK, apply_shards, shard_paths
+from .inputs import named_inputs
+from .shards import CHUNK, apply_shards
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
@@ -143,10 +144,10 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
 
 
 def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs: object, out_dir: object,
-                 fmt: str, chunk: int) -> tuple[dict[str, NBest], list[Path] | None]:
+                 fmt: str, chunk: int) -> tuple[dict[str, NBest], dict[Path, str] | None]:
     """The lists an apply reads whole: ``sets`` (one list, named ``name``, or ``{name: list}``); or, when the
     ``inputs`` are streamed shard by shard (which needs ``out_dir``, a known ``fmt`` and a ``chunk`` ≥ 1), none
-    and the shards' paths, checked before any model loads."""
+    and the shards' paths with their output names, checked before any model loads."""
     if (inputs is None) == (sets is None):
         raise ConfigError("give either sets (lists read whole) or inputs (shards streamed to out_dir), not "
                           f"{'both' if inputs is not None else 'neither'}")
@@ -155,7 +156,7 @@ def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs
             raise ConfigError("inputs are re-ranked into out_dir/shards/: give out_dir")
         check_known("fmt", [fmt], ["auto", *REGISTRY])
         Option("integer", low=1).check("chunk", chunk)
-        return {}, shard_paths(inputs)  # type: ignore[arg-type]
+        return {}, named_inputs(inputs)  # type: ignore[arg-type]
     several = isinstance(sets, Mapping) and "nbest" not in sets
     return {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
             for n, v in (sets.items() if several else [(name, sets)])}, None  # type: ignore[union-attr]
@@ -187,9 +188,10 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     :param run: ``bootstrap`` and ``seed`` as one :class:`~rescorer.options.RunOptions` checked already.
     :param models: where the tuned file's models are when they moved: a directory holding them (by their
         directory name), or ``{column or model name: path}``; each is checked against its tuned content hash.
-    :param inputs: instead of ``sets``, a corpus of any size (a glob, a directory or a file listing its shards, or
-        paths), re-ranked by :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their
-        format; ``chunk``: utterances scored together); rerun, a killed apply redoes only unfinished shards.
+    :param inputs: instead of ``sets``, a corpus of any size: an N-best file, a directory, a glob, ``@LIST`` (a
+        file listing the shards) or a list of these (:func:`rescorer.pipeline.inputs.named_inputs`), re-ranked by
+        :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their format; ``chunk``:
+        utterances scored together); rerun, a killed apply redoes only unfinished shards.
     :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).

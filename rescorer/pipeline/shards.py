@@ -4,7 +4,6 @@ shard is recorded (``out_dir/done/NAME.json``: its input, the tuned rescorer and
 redone, so a killed run resumes where it stopped; memory is bounded by the largest shard, not by the corpus."""
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import time
@@ -19,11 +18,9 @@ from ..changes import Change, changed
 from ..context import groups
 from ..engine import BoundScorer
 from ..engine.progress import duration
-from ..errors import ConfigError, NBestFormatError
-from ..files import special_kind, write_text
+from ..errors import ConfigError
+from ..files import write_text
 from ..io import detect_format, read_nbest, with_rank, write_nbest
-from ..io.common import present
-from ..io.sets import SET_NAME
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
@@ -40,77 +37,6 @@ SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
 SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)
 CHUNK = 10_000  # utterances scored together (a recording is never split)
-LIST_BYTES = 64 << 20  # a list file is a few hundred thousand paths at most
-
-
-def shard_paths(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The N-best files named by ``inputs``: a list of paths, a glob (``decode/split*/nbest.jsonl``), a directory
-    of shards (each entry not starting with ``.``, in name order; a decode directory that is itself one list is
-    one), or a file listing them one per line (relative to it); a list file is told from an N-best file by every
-    line naming an existing path."""
-    found = listed_inputs(inputs)
-    for path in found:
-        if not present(path):
-            raise ConfigError(f"task.inputs: no such file or directory: {path}")
-        kind = special_kind(path.stat().st_mode)
-        if kind:
-            raise ConfigError(f"task.inputs: {path} is {kind}, which could be read only once or wait for a writer: "
-                              "save it to a file first")
-    output_names(found)
-    return found
-
-
-def listed_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The paths ``inputs`` names (see :func:`shard_paths`), before they are checked."""
-    if not isinstance(inputs, (str, Path)):
-        return [Path(str(p)) for p in inputs]
-    text = str(inputs)
-    if glob.has_magic(text):
-        found = sorted(Path(p) for p in glob.glob(text))
-        if not found:
-            raise ConfigError(f"task.inputs={text}: the pattern matches no file")
-        return found
-    path = Path(text)
-    if not present(path):
-        raise ConfigError(f"task.inputs: no such file or directory: {path}")
-    if path.is_dir():
-        try:
-            detect_format(path)
-            return [path]
-        except NBestFormatError:
-            found = sorted(p for p in path.iterdir() if not p.name.startswith("."))
-            if not found:
-                raise ConfigError(f"task.inputs={path}: the directory holds no N-best file") from None
-            return found
-    return listed(path) or [path]
-
-
-def listed(path: Path) -> list[Path] | None:
-    """The paths a list file names (relative to its directory), or None if ``path`` is not one."""
-    if not path.is_file() or path.stat().st_size > LIST_BYTES:  # a pipe is never opened here
-        return None
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not lines or not all(present(path.parent / line) for line in lines):
-        return None
-    return [path.parent / line for line in lines]
-
-
-def output_names(paths: Sequence[Path]) -> dict[Path, str]:
-    """Each input's output name (its own file name); two inputs of one name are refused, naming both."""
-    names: dict[str, Path] = {}
-    for path in paths:
-        name = path.name
-        if not SET_NAME.fullmatch(name):  # it names files and report rows: no markup, no control characters
-            raise ConfigError(f"task.inputs: {visible(str(path))} cannot name a shard: use letters, digits, '_', '-' "
-                              "and '.' in shard names, not starting with '.'")
-        if name in names:
-            raise ConfigError(f"task.inputs: {names[name]} and {path} have the same name, and each is written as "
-                              f"out_dir/{SHARDS}/{name}: give the shards distinct names")
-        names[name] = path
-    return {path: name for name, path in names.items()}
 
 
 def chunks(nbest: NBest, scorers: Mapping[str, BoundScorer], size: int) -> Iterator[NBest]:
@@ -246,15 +172,14 @@ def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Se
     return Job(root, key)
 
 
-def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
+def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                  out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
                  source: str | None = None) -> Report:
-    """Re-rank every shard of ``inputs`` (:func:`shard_paths`) with ``tuned`` and its ``scorers``, one shard in
-    memory at a time, each written to ``out_dir/shards/`` in its own format as soon as it is done; shards finished
-    by an earlier run of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a
-    row per shard."""
-    paths = shard_paths(inputs)
-    names = output_names(paths)
+    """Re-rank every shard (an input's path and its output's name, from
+    :func:`rescorer.pipeline.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
+    each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
+    of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a row per shard."""
+    paths = list(shards)
     job = open_job(out_dir, tuned, paths, [source, *(s.store_path for s in scorers.values())])
     metric = tuned.make_metric()
     weights = np.array([tuned.weights[c.name] for c in tuned.columns])
@@ -263,7 +188,7 @@ def apply_shards(inputs: str | Path | Sequence[str | Path], tuned: Tuned, scorer
     total_bytes = sum(sizes.values())
     begun, done_now, done_bytes, seen_bytes, kept = time.perf_counter(), 0, 0, 0, 0
     for k, path in enumerate(paths, 1):
-        name = names[path]
+        name = shards[path]
         result = job.finished(name, path)
         before = result is not None
         if result is None:
