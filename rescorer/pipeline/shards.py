@@ -20,7 +20,7 @@ from ..engine import BoundScorer
 from ..engine.progress import duration
 from ..errors import ConfigError
 from ..files import write_text
-from ..io import detect_format, read_nbest, with_rank, write_nbest
+from ..io import read_nbest, with_rank, write_nbest
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
