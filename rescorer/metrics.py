@@ -239,6 +239,13 @@ class NBestStats:
             stats[empty, 0] = metric.segment_stats(refs_of_empty, [""] * len(refs_of_empty))
         return cls(metric, stats, lengths)
 
+    @classmethod
+    def joined(cls, parts: Sequence["NBestStats"]) -> "NBestStats":
+        """The statistics of consecutive parts of one list as one (zero-padded to the deepest part)."""
+        width = max(part.stats.shape[1] for part in parts)
+        padded = [np.pad(part.stats, ((0, 0), (0, width - part.stats.shape[1]), (0, 0))) for part in parts]
+        return cls(parts[0].metric, np.concatenate(padded), np.concatenate([part.lengths for part in parts]))
+
     @cached_property
     def valid(self) -> np.ndarray:
         return np.arange(self.stats.shape[1])[None, :] < np.maximum(self.lengths, 1)[:, None]
@@ -318,6 +325,10 @@ class Perplexity:
             raise ConfigError(f"{len(token_scores)} score lists but {len(texts)} texts")
         return cls(float(sum(math.fsum(t) for t in token_scores)), sum(len(t) for t in token_scores),
                    sum(len(text.split()) for text in texts))
+
+    def __add__(self, other: "Perplexity") -> "Perplexity":
+        """The perplexity of both text sets together."""
+        return Perplexity(self.log_score + other.log_score, self.tokens + other.tokens, self.words + other.words)
 
     @property
     def token_level(self) -> float:

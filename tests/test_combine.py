@@ -189,7 +189,7 @@ def test_fast_equals_grid_on_real_moses_bleu():
 def test_minus_inf_under_weight_zero_is_absent_and_report_matches_outputs(tmp_path):
     """0 · (−inf) once gave NaN: the report then disagreed with the written lists. Weight 0 drops the column;
     −inf under a non-zero weight sorts last; the written ranking is the reported one."""
-    from rescorer.pipeline import reranked
+    from rescorer.pipeline import rerank
 
     hyps = [Hypothesis("a b c", {"score": -1.0, "lm": -np.inf}), Hypothesis("a b", {"score": -2.0, "lm": -3.0}),
             Hypothesis("x", {"score": -75.0, "lm": -1.0})]
@@ -199,7 +199,7 @@ def test_minus_inf_under_weight_zero_is_absent_and_report_matches_outputs(tmp_pa
     assert totals(features, np.array([0.5]))[0].tolist() == [-np.inf, -3.5, -75.5]
     for weight, first in ((0.0, "a b c"), (0.5, "a b")):
         ranks = best_ranks(features, np.array([weight]))
-        new = reranked(nbest, features, np.array([weight]))
+        new, _ = rerank(nbest, features, np.array([weight]))
         assert new.utterances[0].hyps[0].text == first == nbest.utterances[0].hyps[int(ranks[0])].text
         assert not any(np.isnan(h.scores["rescore"]) for h in new.utterances[0].hyps)
 
@@ -253,7 +253,7 @@ def test_half_splits_tune_on_one_half_and_measure_the_other():
 def test_reranking_sorts_each_utterance_as_a_stable_sort_by_total_does():
     """Lists of different lengths, tied totals (the toolkit's order kept) and −inf totals (last), against
     Python's own stable sort of each utterance."""
-    from rescorer.pipeline.rerank import reranked
+    from rescorer.pipeline.rerank import rerank
 
     rng = np.random.default_rng(5)
     utts = []
@@ -264,7 +264,7 @@ def test_reranking_sorts_each_utterance_as_a_stable_sort_by_total_does():
                                              enumerate(values))))
     nbest = NBest(utts)
     weights = np.array([0.5])
-    new = reranked(nbest, Features.of(nbest, Column("score"), [Column("lm")]), weights)
+    new, _ = rerank(nbest, Features.of(nbest, Column("score"), [Column("lm")]), weights)
     for before, after in zip(nbest, new):
         total = [h.scores["score"] + 0.5 * h.scores["lm"] for h in before.hyps]
         order = sorted(range(len(total)), key=lambda k: -total[k])

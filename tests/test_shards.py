@@ -18,7 +18,7 @@ import rescorer
 from rescorer.errors import ConfigError
 from rescorer.io import write_nbest
 from rescorer.pipeline.inputs import named_inputs
-from rescorer.pipeline.shards import chunks
+from rescorer.pipeline.stream import pieces
 from rescorer.types import Hypothesis, NBest, Utterance
 
 from .conftest import DEMO, RAY_ENV, ROOT
@@ -94,13 +94,17 @@ def recording_list(owners: list[str]) -> NBest:
     return NBest([Utterance(f"{owner}-{k}", (Hypothesis("A", {"score": 0.0}),)) for k, owner in enumerate(owners)])
 
 
-def test_chunks_keep_every_recording_whole_and_cut_as_soon_as_they_may(tiny_causal):
+def test_pieces_keep_every_recording_whole_and_cut_as_soon_as_they_may(tiny_causal):
     scorer = rescorer.load_scorer("ll", str(tiny_causal), context={"utterances": 1}, progress=False)
     owners = ["a", "a", "b", "a", "c", "c", "d", "e", "e", "e", "f"]
-    found = [[u.id.split("-")[0] for u in part] for part in chunks(recording_list(owners), {"ll": scorer}, 2)]
+    found = [[u.id.split("-")[0] for u in part] for part in pieces([recording_list(owners)], {"ll": scorer}, 2)]
     assert found == [["a", "a", "b", "a"], ["c", "c"], ["d", "e", "e", "e"], ["f"]]  # a comes back after b
     plain = rescorer.load_scorer("ll", str(tiny_causal), progress=False)
-    assert [len(part) for part in chunks(recording_list(owners), {"ll": plain}, 4)] == [4, 4, 3]
+    assert [len(part) for part in pieces([recording_list(owners)], {"ll": plain}, 4)] == [4, 4, 3]
+    blocks = [recording_list(["a", "a", "b"]), recording_list(["b", "a"])]  # a comes back in a later block
+    with pytest.raises(rescorer.RescorerError, match="continues recording 'a' after other recordings"):
+        list(pieces(blocks, {"ll": scorer}, 1))
+    assert [len(part) for part in pieces(blocks, {"ll": plain}, 2)] == [2, 2, 1]
 
 
 def test_chunked_scoring_ranks_as_a_whole_shard_does(demo_shards, tuned, tmp_path):

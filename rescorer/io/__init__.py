@@ -1,9 +1,11 @@
 """Read and write N-best lists of real toolkits; ``fmt="auto"`` detects the format."""
 from __future__ import annotations
 
+import contextlib
+
 import math
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 from ..bulk import paused_gc
 from ..errors import ConfigError, NBestFormatError, check_known
@@ -68,20 +70,28 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
         print(nbest, rescorer.wer(nbest.refs(), nbest.select([0] * len(nbest))))  # NBest(fmt='espnet2', …) 1.37…
     """
     checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
-    if fmt == "auto":
-        fmt = detect_format(path)
-    record = format_of(fmt, path)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
-    named, open_ended = keywords(record.blocks)
-    if not open_ended:
-        check_known(f"{fmt} reader option", options, named - {"path", "size"})
-    nbest = record.read(path, **options)
+    blocks = read_blocks(path, fmt, **options)
+    first = next(blocks)
+    nbest = first.with_utterances([u for block in (first, *blocks) for u in block.utterances])
     if not nbest.utterances:
         raise NBestFormatError(path, None, "no utterances found")
     if refs is not None:
         nbest = attach_refs(nbest, refs, refs_fmt)
     return nbest
+
+
+def read_blocks(path: str | Path, fmt: str = "auto", size: int = 0, **options) -> Iterator[NBest]:
+    """An N-best list as blocks of whole utterances in file order, ``size`` each (0: as its reader reads them; the last
+    may be smaller): what :func:`read_nbest` joins; see it for ``fmt`` and ``options``. There is at least one block."""
+    if fmt == "auto":
+        fmt = detect_format(path)
+    record = format_of(fmt, path)
+    named, open_ended = keywords(record.blocks)
+    if not open_ended:
+        check_known(f"{fmt} reader option", options, named - {"path", "size"})
+    return record.blocks(path, size=size, **options)
 
 
 RANK = "rank"  # the column a list without scores gets from its order
@@ -128,6 +138,22 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
     record.write(nbest, path, **options)
 
 
+@contextlib.contextmanager
+def block_writer(path: str | Path, like: NBest, fmt: str | None = None,
+                 score_column: str | None = None) -> Iterator[Callable[[NBest], None]]:
+    """A function that writes a list block by block into ``path`` in ``fmt`` (default: ``like``'s), the file in
+    place when the context ends: as the blocks come where the format has a block writer, else gathered and written
+    whole by :func:`write_nbest`."""
+    record = format_of(fmt or like.fmt, path)
+    if record.writer is not None and score_column is None:
+        with record.writer(path, like) as write:
+            yield write
+        return
+    blocks: list[NBest] = []
+    yield blocks.append
+    write_nbest(like.with_utterances([u for block in blocks for u in block.utterances]), path, fmt, score_column)
+
+
 def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     """``nbest`` itself if it is an NBest whose utterances are Utterance objects with distinct ids and Hypothesis
     lists; else a :class:`ConfigError` naming ``what`` (for an NBest built by hand)."""
@@ -149,4 +175,4 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
 
 __all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "Sample", "attach_refs", "check_nbest",
            "detect_format", "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest",
-           "read_refs", "register", "whole", "with_rank", "write_nbest"]
+           "read_refs", "read_blocks", "register", "whole", "with_rank", "write_nbest", "block_writer"]

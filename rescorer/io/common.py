@@ -197,15 +197,17 @@ def check_line_text(text: str, path: str | os.PathLike, line: int | None = None)
     return text
 
 
-def text_lines(lines: Iterable[str], path: str | os.PathLike) -> str:
-    """The body of a line-based file: every line checked by :func:`check_line_text`, each ended by "\\n"."""
-    return "".join(f"{check_line_text(line, path, number)}\n" for number, line in enumerate(lines, 1))
+def text_lines(lines: Iterable[str], path: str | os.PathLike, first: int = 1) -> str:
+    """The body of a line-based file: every line checked by :func:`check_line_text`, each ended by "\\n" (``first``:
+    the line number of the first)."""
+    return "".join(f"{check_line_text(line, path, number)}\n" for number, line in enumerate(lines, first))
 
 
-def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike) -> str:
-    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id and text checked."""
+def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike, first: int = 1) -> str:
+    """The body of an ``id text`` file (Kaldi/ESPnet ``text``, ``score``, a 1-best): every id and text checked
+    (``first``: the line number of the first)."""
     return "".join(f"{check_line_id(key, path)} {check_line_text(value, path, number)}\n"
-                   for number, (key, value) in enumerate(rows, 1))
+                   for number, (key, value) in enumerate(rows, first))
 
 
 def require_ranks(ranks: list[int], path: str | os.PathLike, line: int | None, utt_id: str) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from ..types import NBest
 from .codec import DecodeError, load_json, loads
@@ -72,6 +72,11 @@ class Format:
     """The reader: ``blocks(path, size=0, **options)`` gives the list as blocks of whole utterances in file order,
     ``size`` utterances each (the last may be smaller; 0: as they come), at least one block."""
     write: Callable[..., None]
+    """The writer of a whole list: ``write(nbest, path, **options)``, atomically."""
+    writer: Callable[..., ContextManager[Callable[[NBest], None]]] | None = None
+    """A writer of blocks, where the format has one: ``writer(path, like)`` gives a function that writes each block
+    as it comes (``like``: the list's fmt and meta), the file in place when the context ends; None: the blocks are
+    gathered and written whole."""
     translation: bool = False
     """An MT format: scored with BLEU unless the metric is named."""
     bleu_defaults: tuple[tuple[str, object], ...] = ()

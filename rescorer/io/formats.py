@@ -11,8 +11,8 @@ from ..errors import NBestFormatError
 from ..types import NBest
 from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
 from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
-from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, read_mlm_scoring, read_sockeye,
-                          write_jsonl, write_mlm_scoring, write_sockeye)
+from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
+                          read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
 from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
 from .moses import detect as detect_moses, detect_marian, read as read_moses, write as write_moses
 from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
@@ -69,8 +69,8 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
     Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
            per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
-    Format("jsonl", jsonl_blocks, write_jsonl, detect=detect_jsonl, base=("score", "total"), all_columns=True,
-           holds_empty=True),
+    Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
+           all_columns=True, holds_empty=True),
     Format("sockeye", whole(read_sockeye), write_sockeye, detect=detect_sockeye, translation=True,
            per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
     Format("espnet1", whole(read_espnet1), write_espnet1, detect=detect_espnet1, one_best="text",

@@ -9,16 +9,16 @@ them back (e.g. fairseq's ``log_base``); they are written verbatim only to that 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 
 import msgspec
 
 from ..errors import NBestFormatError
-from ..files import write_lines, write_text
+from ..files import atomic_file, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
 from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, load_json,
                     loads, value_text)
@@ -87,7 +87,6 @@ class Header(msgspec.Struct, forbid_unknown_fields=True):
 
 _LINE = decoder(Line)
 BLOCK = 1 << 20  # bytes of whole lines read at a time
-WRITE_BLOCK = 1024  # utterances encoded at a time
 
 
 def jsonl_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
@@ -183,16 +182,17 @@ def jsonl_text(utterances: Iterable[Utterance]) -> str:
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
     """Every column, raw value and meta; the header names the format they were read from."""
-    write_lines(path, jsonl_lines(nbest))
+    with jsonl_writer(path, nbest) as write:
+        write(nbest)
 
 
-def jsonl_lines(nbest: NBest, utterances: Iterable[Utterance] | None = None) -> Iterator[str]:
-    """The text of ``nbest`` as canonical JSONL, a block of lines at a time (``utterances``: others in place of its
-    own, such as its utterances re-ranked, made as they are written)."""
-    body = iter(nbest if utterances is None else utterances)
-    yield from header_lines(nbest.meta, nbest.fmt)
-    while block := list(islice(body, WRITE_BLOCK)):
-        yield jsonl_text(block)
+@contextlib.contextmanager
+def jsonl_writer(path: str | Path, like: NBest) -> Iterator[Callable[[NBest], None]]:
+    """A writer of canonical JSONL blocks (the header from ``like``'s fmt and meta), in place when the context
+    ends: a list of any size is written without being whole in memory."""
+    with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
+        out.writelines(header_lines(like.meta, like.fmt))
+        yield lambda block: out.write(jsonl_text(block.utterances))
 
 
 # ---------------------------------------------------------------- Sockeye 3

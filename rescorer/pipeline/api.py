@@ -17,7 +17,8 @@ from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
 from .inputs import named_inputs
-from .shards import CHUNK, apply_shards
+from .shards import apply_shards
+from .stream import CHUNK
 from .tuned import Tuned
 
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options

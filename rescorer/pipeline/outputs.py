@@ -6,18 +6,19 @@ import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
-from ..files import atomic_dir, copy_file, write_lines, write_text
-from ..io import CANONICAL, REGISTRY, write_nbest
+from ..files import atomic_dir, atomic_file, copy_file
+from ..io import CANONICAL, REGISTRY, block_writer, write_nbest
 from ..io.formats import facts
 from ..io.common import id_lines, text_lines
-from ..io.jsonformats import jsonl_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
-from ..types import NBest, Utterance
+from ..types import NBest
+
+Output = Callable[[NBest], None]  # takes each re-ranked piece of a list, in order
 
 MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
@@ -134,23 +135,20 @@ def run_dir(out: OutDir) -> Iterator[RunDir]:
 
 
 
-def write_scored(nbest: NBest, out: RunDir | Path, name: str,
-                 utterances: Iterable[Utterance] | None = None) -> dict[str, Path]:
+def native_path(out: RunDir, name: str, like: NBest) -> Path:
+    """Where set ``name`` is written in its own format: ``NAME/nbest`` for a directory format, else ``NAME/`` and
+    the file name it was read from (never over a 1-best file beside it)."""
+    named = Path(like.source).name or f"nbest.{like.fmt}"
+    return out.path(name, "nbest" if facts(like.fmt).directory else
+                    f"nbest-{named}" if named in SET_FILES else named)
+
+
+def write_scored(nbest: NBest, out: RunDir | Path, name: str) -> dict[str, Path]:
     """The set in its own format (``out_dir/name/``) and as canonical JSONL (``out_dir/name.jsonl``), never outside
-    ``out`` (a run's staging directory, or a plain directory). ``utterances`` (a canonical JSONL set only): others in
-    place of its own (its utterances re-ranked), made as they are written, so the set is never whole in memory."""
+    ``out`` (a run's staging directory, or a plain directory)."""
     out = out if isinstance(out, RunDir) else RunDir(Path(out), Path(out))
-    source = Path(nbest.source)
-    named = source.name or f"nbest.{nbest.fmt}"
-    native = out.path(name, "nbest" if facts(nbest.fmt).directory else
-                      f"nbest-{named}" if named in SET_FILES else named)  # never over a 1-best file beside it
-    jsonl = out.path(f"{name}.jsonl")
-    if utterances is not None and nbest.fmt != CANONICAL:
-        raise ValueError(f"utterances are streamed into canonical JSONL only, not {nbest.fmt}")
-    if utterances is None:
-        write_nbest(nbest, native)
-    else:
-        write_lines(native, jsonl_lines(nbest, utterances))  # canonical JSONL holds any list: nothing to refuse
+    native, jsonl = native_path(out, name, nbest), out.path(f"{name}.jsonl")
+    write_nbest(nbest, native)
     if nbest.fmt == CANONICAL:  # the same bytes: written once, copied
         copy_file(native, jsonl)
     else:
@@ -158,25 +156,52 @@ def write_scored(nbest: NBest, out: RunDir | Path, name: str,
     return {"native": native, CANONICAL: jsonl}  # the keys of report.json's outputs
 
 
-def write_1best(nbest: NBest, path: Path, with_ids: bool, best: Sequence[str] | None = None) -> None:
-    """The 1-best text: ``id text`` lines (Kaldi ``text``) for ASR, plain lines in order for MT (``best``: other
-    texts, one per utterance, in place of its first hypotheses)."""
-    best = nbest.select([0] * len(nbest)) if best is None else best
-    if with_ids:
-        check_line_ids(nbest, path)
-    body = id_lines(((u.id, text) for u, text in zip(nbest, best)), path) if with_ids else text_lines(best, path)
-    write_text(path, body)
+@contextlib.contextmanager
+def set_outputs(out: RunDir, name: str, like: NBest, with_ids: bool) -> Iterator[tuple[Output, dict[str, Path]]]:
+    """What a re-ranked set is written as, each file written piece by piece as the pieces come and put in place
+    when the context ends: the set in its own format (:func:`native_path`), as canonical JSONL (``NAME.jsonl``),
+    its 1-best text (``NAME/1best.txt``, ``id text`` lines with ``with_ids``) and its toolkit's own 1-best file; and
+    where each is (the keys of report.json's outputs)."""
+    written = {"native": native_path(out, name, like), CANONICAL: out.path(f"{name}.jsonl"),
+               "1best": out.path(name, ONE_BEST)}
+    toolkit = facts(like.fmt).one_best
+    if toolkit:
+        written["toolkit_1best"] = out.path(name, toolkit)
+    with contextlib.ExitStack() as stack:
+        writers = [stack.enter_context(block_writer(written[CANONICAL], like, CANONICAL)),
+                   stack.enter_context(one_best_writer(written["1best"], with_ids))]
+        if like.fmt != CANONICAL:
+            writers.append(stack.enter_context(block_writer(written["native"], like)))
+        if toolkit and facts(like.fmt).one_best_ids:
+            writers.append(stack.enter_context(one_best_writer(written["toolkit_1best"], True)))
+        elif toolkit:
+            cut = stack.enter_context(block_writer(written["toolkit_1best"], like))
+            writers.append(lambda piece: cut(piece.with_utterances([replace(u, hyps=u.hyps[:1]) for u in piece])))
+        yield (lambda piece: [write(piece) for write in writers]), written
+    if like.fmt == CANONICAL:  # the same bytes: written once, copied
+        copy_file(written[CANONICAL], written["native"])
 
 
-def write_toolkit_1best(nbest: NBest, directory: Path) -> Path | None:
-    """The 1-best in the file its toolkit's own scoring reads (ESPnet/Kaldi ``text``: ``id words``; fairseq
-    ``generate-1best.txt``: the format itself, cut to the best hypothesis); None where ``1best.txt`` is it."""
-    fmt = facts(nbest.fmt)
-    if not fmt.one_best:
-        return None
-    path = directory / fmt.one_best
-    if fmt.one_best_ids:
-        write_1best(nbest, path, with_ids=True)
-    else:
-        write_nbest(nbest.with_utterances([replace(u, hyps=u.hyps[:1]) for u in nbest]), path)
-    return path
+@contextlib.contextmanager
+def one_best_writer(path: Path, with_ids: bool) -> Iterator[Output]:
+    """A writer of the 1-best text of each piece (its first hypotheses): ``id text`` lines (Kaldi ``text``) with
+    ``with_ids``, else plain lines in order; in place when the context ends."""
+    with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
+        lines = 0
+
+        def write(piece: NBest) -> None:
+            nonlocal lines
+            best = piece.select([0] * len(piece))
+            if with_ids:
+                check_line_ids(piece, path)
+            out.write(id_lines(((u.id, text) for u, text in zip(piece, best)), path, lines + 1) if with_ids
+                      else text_lines(best, path, lines + 1))
+            lines += len(piece)
+        yield write
+
+
+def write_1best(nbest: NBest, path: Path, with_ids: bool) -> None:
+    """The 1-best text of ``nbest``: ``id text`` lines (Kaldi ``text``) with ``with_ids`` (ASR), plain lines in
+    order without (MT)."""
+    with one_best_writer(path, with_ids) as write:
+        write(nbest)

@@ -6,11 +6,10 @@ rescored and oracle WER/BLEU with the paired-bootstrap 95% interval of the chang
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..bulk import paused_gc
 from ..combine import Column, Search, SearchResult, search_weights
@@ -23,10 +22,11 @@ from ..metrics import Metric
 from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
-from .outputs import OutDir, checked_out_dir
+from .outputs import OutDir, checked_out_dir, run_dir, set_outputs
 from ..report import Report, SearchSummary
-from .rerank import RerankedSets, ScoredSet, apply_all, in_order, prepare
-from .results import write_results
+from .rerank import ScoredSet, prepare
+from .results import write_run
+from .stream import CHUNK, EXAMPLES, Tally, apply_blocks
 from .retuning import AUTO, decided, plan, retuned_alone
 from .scales import match_scales, search_warnings
 from .scoring import check_contexts, context_notes
@@ -134,22 +134,61 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
                    scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
                    out_dir: OutDir | None, result: SearchResult | None = None, source: str | None = None,
                    **more: Any) -> Rescored:
-    """The one path that applies a tuned rescorer: every scored set re-ranked in order under its weights, the
-    report (a tuning run's when ``result`` is its search; ``source``: the tuned file an apply run read), written to
-    ``out_dir`` if given."""
-    weights = np.array([tuned.weights[c.name] for c in tuned.columns])
-    prepared = {name: in_order(sets[name], scored, scorers, tuned.base, tuned.columns, metric, weights)
-                for name, scored in prepared.items()}
-    applied = apply_all(prepared, weights, metric, scorers, run, tuned.tuned_on if result else None)
-    report = Report.of(task="rescore" if result else "apply", data=data, metric=metric, base=tuned.base,
-                       columns=tuned.columns, weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
-                       scorers={column: scorer.signature for column, scorer in scorers.items()},
-                       sets={name: a.entry for name, a in applied.items()}, tuned=source, **more)
-    if out_dir is not None:
-        how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
-        title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
-        write_results(out_dir, report, applied, metric, tuned, title, result)
-    return Rescored(report, RerankedSets(applied), tuned)
+    """Every set re-ranked under the weights of ``tuned`` (:func:`~rescorer.pipeline.stream.apply_blocks`, with the
+    scores ``prepared`` already), written to ``out_dir`` if given, and the report (a tuning run's when ``result`` is
+    its search; ``source``: the tuned file an apply run read)."""
+    dev = tuned.tuned_on if result else None
+    entries, changes = {}, {}
+    with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
+        for name, nbest in sets.items():
+            tally = Tally(nbest.fmt, metric, EXAMPLES)
+            if out is None:
+                apply_blocks([nbest], tuned, scorers, tally, size=CHUNK, known=prepared.get(name))
+                written = None
+            else:
+                with set_outputs(out, name, nbest, with_ids=metric.name == "wer") as (output, paths):
+                    apply_blocks([nbest], tuned, scorers, tally, size=CHUNK, outputs=[output],
+                                 known=prepared.get(name))
+                written = {kind: out.shown(path) for kind, path in paths.items()}
+            entries[name], changes[name] = tally.entry(run), tally.changes
+            entries[name].outputs, entries[name].tuned_on_this_set = written, name == dev
+            if name == dev and entries[name].change is not None:
+                entries[name].change += " (tuned here)"
+        report = Report.of(task="rescore" if result else "apply", data=data, metric=metric, base=tuned.base,
+                           columns=tuned.columns, weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
+                           scorers={column: scorer.signature for column, scorer in scorers.items()}, sets=entries,
+                           tuned=source, **more)
+        if out is not None:
+            how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
+            title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
+            write_run(out, report, changes, metric, tuned, title, result)
+    return Rescored(report, RerankedSets(sets, prepared, tuned, scorers, metric), tuned)
+
+
+class RerankedSets(Mapping[str, NBest]):
+    """Each set's re-ranked list by name, made on first access (from the scores at hand) and kept."""
+
+    def __init__(self, sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet], tuned: Tuned,
+                 scorers: Mapping[str, BoundScorer], metric: Metric):
+        self._sets, self._prepared, self._tuned, self._scorers, self._metric = sets, prepared, tuned, scorers, metric
+        self._made: dict[str, NBest] = {}
+
+    def __getitem__(self, name: str) -> NBest:
+        if name not in self._made:
+            pieces: list[NBest] = []
+            apply_blocks([self._sets[name]], self._tuned, self._scorers, Tally(self._sets[name].fmt, self._metric, 0),
+                         size=CHUNK, outputs=[pieces.append], known=self._prepared.get(name))
+            self._made[name] = self._sets[name].with_utterances([u for piece in pieces for u in piece.utterances])
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sets)
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+    def __repr__(self) -> str:
+        return f"RerankedSets({', '.join(self._sets)})"
 
 
 def depth_warnings(depths: Mapping[str, int], tuned: Tuned) -> list[str]:

@@ -1,59 +1,39 @@
-"""Apply a tuned rescorer to a corpus of any size: many N-best files (shards), each read, scored in chunks that keep
+"""Apply a tuned rescorer to a corpus of any size: many N-best files (shards), each read, scored in pieces that keep
 a recording's utterances together, re-ranked and written in its own format under ``out_dir/shards/``. A finished
-shard is recorded (``out_dir/done/NAME.json``: its input, the tuned rescorer and its output's checksum) and never
-redone, so a killed run resumes where it stopped; memory is bounded by the largest shard, not by the corpus."""
+shard is recorded (``out_dir/done/NAME.json``: its input, the tuned rescorer and its output's size and time) and
+never redone, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
-
-import numpy as np
+from typing import Mapping, Sequence
 
 from ..bulk import paused_gc
-from ..changes import Change, changed
-from ..context import groups
+from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import duration
 from ..errors import ConfigError
 from ..files import write_text
-from ..io import read_nbest, with_rank, write_nbest
+from ..io import block_writer, read_blocks, with_rank
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
 from ..report.html import write_html
 from ..report.summary import headline
 from ..safetext import visible
-from ..types import NBest
+from ..options import RunOptions
 from .outputs import check_apart
-from .rerank import prepare, in_order, reranked
 from .rescore import depth_warnings
+from .stream import CHUNK, Tally, apply_blocks
 from .tuned import Tuned
 
 SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
 SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)
-CHUNK = 10_000  # utterances scored together (a recording is never split)
-
-
-def chunks(nbest: NBest, scorers: Mapping[str, BoundScorer], size: int) -> Iterator[NBest]:
-    """``nbest`` in pieces of at least ``size`` utterances (the last one smaller), cut only where no recording a
-    scorer's context reads continues past the cut."""
-    owners = [groups(nbest, s.context.group) for s in scorers.values() if s.context is not None]
-    last: dict[tuple[int, str], int] = {}
-    for k, found in enumerate(owners):
-        for i, owner in enumerate(found):
-            last[k, owner] = i
-    start, reach = 0, -1
-    for i in range(len(nbest)):
-        if i - start >= size and reach < i:
-            yield nbest.with_utterances(nbest.utterances[start:i])
-            start = i
-        reach = max([reach, *(last[k, found[i]] for k, found in enumerate(owners))])
-    yield nbest.with_utterances(nbest.utterances[start:])
 
 
 def job_key(tuned: Tuned) -> str:
@@ -83,32 +63,17 @@ class ShardResult:
     depth: int  # the most hypotheses of an utterance
 
 
-def rerank_shard(nbest: NBest, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric, weights: np.ndarray,
-                 chunk: int) -> tuple[NBest, ShardResult]:
-    """One shard scored chunk by chunk, re-ranked under the tuned weights; the re-ranked list and what changed."""
-    start = time.perf_counter()
-    utterances, changes, count = [], [], 0
-    for part in chunks(nbest, scorers, chunk):
-        scored = prepare(part, scorers, tuned.base, tuned.columns, metric, judged=False)
-        scored = in_order(part, scored, scorers, tuned.base, tuned.columns, metric, weights)
-        new = reranked(scored.nbest, scored.features, weights)
-        found = changed([u.id for u in part], part.select([0] * len(part)), new.select([0] * len(new)),
-                        [u.ref for u in part], metric)
-        count += len(found)
-        changes += found[: EXAMPLES - len(changes)]
-        utterances += new.utterances
-    entry = SetReport(format=nbest.fmt, utterances=len(nbest), hypotheses=nbest.num_hypotheses,
-                      references=False, changed_1best=count)
-    return nbest.with_utterances(utterances), ShardResult(entry, changes, time.perf_counter() - start, nbest.depth)
-
-
 def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
-                weights: np.ndarray, chunk: int) -> ShardResult:
-    """Shard ``source`` re-ranked into ``out`` (in its format, atomically)."""
+                chunk: int) -> ShardResult:
+    """Shard ``source`` re-ranked into ``out`` in its format (atomically), read, scored and written a piece of
+    ``chunk`` utterances at a time (:func:`~rescorer.pipeline.stream.apply_blocks`)."""
     start = time.perf_counter()
-    new, result = rerank_shard(with_rank(read_nbest(source, fmt)), tuned, scorers, metric, weights, chunk)
-    write_nbest(new, out)
-    return replace(result, seconds=time.perf_counter() - start)
+    blocks = (with_rank(block) for block in read_blocks(source, fmt, size=chunk))
+    first = next(blocks)
+    tally = Tally(first.fmt, metric, EXAMPLES, judge=False)
+    with block_writer(out, first) as write:
+        apply_blocks(chain([first], blocks), tuned, scorers, tally, size=chunk, outputs=[write])
+    return ShardResult(tally.entry(RunOptions()), tally.changes, time.perf_counter() - start, tally.depth)
 
 
 @dataclass(frozen=True)
@@ -182,7 +147,6 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     paths = list(shards)
     job = open_job(out_dir, tuned, paths, [source, *(s.store_path for s in scorers.values())])
     metric = tuned.make_metric()
-    weights = np.array([tuned.weights[c.name] for c in tuned.columns])
     results: dict[str, ShardResult] = {}
     sizes = {path: input_bytes(path) for path in paths}  # the estimate: seconds per input byte re-ranked so far
     total_bytes = sum(sizes.values())
@@ -193,7 +157,7 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
         before = result is not None
         if result is None:
             with paused_gc():
-                result = rerank_file(path, job.output(name), fmt, tuned, scorers, metric, weights, chunk)
+                result = rerank_file(path, job.output(name), fmt, tuned, scorers, metric, chunk)
             if not any(r.depth == result.depth for r in results.values()):  # each depth said once
                 for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
                     warn(visible(warning))
