@@ -8,11 +8,10 @@ Linux file system records nanoseconds.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
-from .files import write_text
+from .files import record_text, record_value, write_text
 from .paths import cache_dir
 
 CHUNK = 16 << 20  # bytes read at a time
@@ -34,7 +33,7 @@ def _cache_path() -> Path:
 
 def _load(cache: Path) -> dict:
     try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
+        data = record_value(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -43,7 +42,7 @@ def _load(cache: Path) -> dict:
 def _save(cache: Path, entries: dict) -> None:
     live = {k: v for k, v in entries.items() if os.path.exists(k)}  # forget deleted files
     try:
-        write_text(cache, json.dumps(live, indent=0, sort_keys=True, allow_nan=False) + "\n")
+        write_text(cache, record_text(live, indent=0, sort_keys=True) + "\n")
     except OSError:
         pass
 

@@ -1,8 +1,11 @@
 """Atomic output: a file or directory is written beside its target under a staging name that names its owner,
-then renamed into place, so a reader never sees half of it and a killed writer's leftovers are removed later."""
+then renamed into place, so a reader never sees half of it and a killed writer's leftovers are removed later; and
+rescorer's own records (job state, checkpoints, stored scores) as strict JSON."""
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import re
 import shutil
@@ -11,7 +14,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 _UMASK_LOCK = threading.Lock()
 
@@ -169,3 +172,31 @@ def special_kind(mode: int) -> str | None:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+
+
+FLOAT_TAG = "__float__"  # a number JSON cannot hold, in a record: {"__float__": "inf"} (no text can be read as it)
+
+
+def record_text(value: Any, indent: int | None = None, **options: Any) -> str:
+    """A record of rescorer's own (a job's state, a checkpoint, a stored score) as strict JSON text: a non-finite
+    number is written as ``{"__float__": "inf"}`` (``"-inf"``, ``"nan"``), which :func:`record_value` reads back."""
+    return json.dumps(_tagged(value), indent=indent, allow_nan=False, **options)
+
+
+def record_value(text: str | bytes) -> Any:
+    """The value of a record written by :func:`record_text` (a bare ``-Infinity`` from older files is taken too)."""
+    return json.loads(text, object_hook=_untagged)
+
+
+def _tagged(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT_TAG: repr(value)}
+    if isinstance(value, Mapping):
+        return {key: _tagged(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tagged(item) for item in value]
+    return value
+
+
+def _untagged(obj: dict) -> Any:
+    return float(obj[FLOAT_TAG]) if len(obj) == 1 and FLOAT_TAG in obj else obj

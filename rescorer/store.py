@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sqlite3
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from .errors import StoreError
-from .files import special_kind
+from .files import record_text, record_value, special_kind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -28,7 +27,7 @@ def valid_row(total: object, tokens: object) -> tuple[float, list[float]] | None
     numbers that are not either (−inf is a score: an impossible token), −inf in the total exactly when a token
     holds it (or none was scored)."""
     try:
-        scores = json.loads(tokens)  # type: ignore[arg-type]
+        scores = record_value(tokens)  # type: ignore[arg-type]
         summed = math.fsum(scores) if isinstance(scores, list) else math.nan
     except (TypeError, ValueError, OverflowError):  # not JSON, not numbers, or +inf with −inf
         return None
@@ -119,7 +118,7 @@ class ScoreStore:
             self.db.execute("BEGIN")
             self.db.executemany(
                 "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",
-                [(signature, text, float(total), json.dumps([float(t) for t in tokens], allow_nan=False))
+                [(signature, text, float(total), record_text([float(t) for t in tokens]))
                  for text, (total, tokens) in scores.items()])
 
     def count(self, signature: str | None = None) -> int:

@@ -1,12 +1,11 @@
 """What every benchmark shares: real hypotheses, random-weight models of real sizes, best-of timing, JSON out."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..files import write_text
+from ..files import record_text, write_text
 from ..paths import ROOT, data_root
 
 
@@ -54,5 +53,5 @@ def stamp(**fields: Any) -> dict[str, Any]:
 
 
 def save(result: dict[str, Any], out_dir: str | Path, name: str) -> dict[str, Any]:
-    write_text(Path(out_dir) / name, json.dumps(result, indent=2, allow_nan=False) + "\n")
+    write_text(Path(out_dir) / name, record_text(result, indent=2) + "\n")
     return result

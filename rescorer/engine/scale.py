@@ -8,7 +8,6 @@ on its share; a sentence never leaves its worker, so its rows are never split.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import queue
 import signal
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
+from ..files import record_text
 from ..errors import ConfigError, ScorerError, check_known
 from ..log import info
 from .local import EngineStats, ScoreMap, compute
@@ -109,7 +109,7 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
     gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
                                 max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
-    key = json.dumps([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str, allow_nan=False)
+    key = record_text([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str)
     if key not in _ACTORS:
         info(f"starting {workers} Ray actor(s) for {spec.get('kind', 'the scorer')} ({scale.cpus_per_worker} CPU and "
              f"{gpus:g} GPU each); they load the model once and score every set, shard and pass of this run")

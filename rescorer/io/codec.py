@@ -124,3 +124,4 @@ def document(value: Any, indent: int | None, ascii_only: bool = False) -> str:
     """A JSON document laid out as a person or a toolkit wrote it (``indent``; non-ASCII escaped when
     ``ascii_only``), with a final newline."""
     return json.dumps(value, indent=indent, ensure_ascii=ascii_only, allow_nan=False) + "\n"
+

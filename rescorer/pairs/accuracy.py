@@ -2,13 +2,12 @@
 correctness with the token-length difference (Ide et al. §6), and one JSONL record per pair."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..files import atomic_file
+from ..files import atomic_file, record_text
 from .data import Pair
 from .methods import Judgments
 
@@ -67,5 +66,5 @@ def write_pair_records(path: str | Path, records: Sequence[Mapping[str, Any]]) -
     with atomic_file(path) as tmp:
         with tmp.open("w", encoding="utf-8") as handle:
             for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+                handle.write(record_text(record, ensure_ascii=False) + "\n")
     return Path(path)

@@ -5,7 +5,6 @@ never redone, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from itertools import chain
@@ -17,7 +16,7 @@ from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import duration
 from ..errors import ConfigError
-from ..files import write_text
+from ..files import record_text, record_value, write_text
 from ..io import block_writer, read_blocks, with_rank
 from ..log import info, warning as warn
 from ..metrics import Metric
@@ -42,7 +41,7 @@ def job_key(tuned: Tuned) -> str:
     what = {"base": tuned.base.name, "weights": dict(tuned.weights), "penalties": [
         [c.name, c.penalty, c.alpha] for c in (tuned.base, *tuned.columns)],
         "scorers": {name: entry.get("signature") for name, entry in tuned.scorers.items()}}
-    return hashlib.blake2b(json.dumps(what, sort_keys=True, allow_nan=False).encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(record_text(what, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
 def stamp(path: Path) -> list[int]:
@@ -93,7 +92,7 @@ class Job:
         """The recorded result of shard ``name`` when it is finished for this job: same input (size and time),
         same tuned rescorer, and its output as written (size and time); else None (it is done again)."""
         try:
-            record = json.loads(self.record(name).read_text(encoding="utf-8"))
+            record = record_value(self.record(name).read_text(encoding="utf-8"))
             same = (record["job"] == self.key and record["input"] == stamp(source)
                     and record["output"] == stamp(self.output(name)))
             return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
@@ -105,10 +104,10 @@ class Job:
         """Record shard ``name`` as finished, its output written: a shard killed before its record is redone."""
         path = self.output(name)
         result.entry.outputs = {"native": str(path)}
-        write_text(self.record(name), json.dumps({
+        write_text(self.record(name), record_text({
             "job": self.key, "input": stamp(source), "output": stamp(path), "seconds": result.seconds,
             "depth": result.depth,
-            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}, allow_nan=False) + "\n")
+            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
 
 
 def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Sequence[str | Path | None]) -> Job:
@@ -121,7 +120,7 @@ def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Se
         raise ConfigError(f"out_dir={root} is a file")
     if root.is_dir() and any(root.iterdir()):
         try:
-            job = json.loads((root / JOB).read_text(encoding="utf-8"))["job"]
+            job = record_value((root / JOB).read_text(encoding="utf-8"))["job"]
         except (OSError, ValueError, KeyError, TypeError):
             raise ConfigError(f"out_dir={root} is not empty and holds no {JOB} of a sharded apply: choose a new or "
                               "empty directory") from None
@@ -131,7 +130,7 @@ def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Se
     try:
         (root / SHARDS).mkdir(parents=True, exist_ok=True)
         (root / DONE).mkdir(exist_ok=True)
-        write_text(root / JOB, json.dumps({"job": key, "weights": dict(tuned.weights)}, allow_nan=False) + "\n")
+        write_text(root / JOB, record_text({"job": key, "weights": dict(tuned.weights)}) + "\n")
     except OSError as err:
         raise ConfigError(f"out_dir={root}: cannot write there ({err.strerror or err})") from None
     return Job(root, key)

@@ -3,12 +3,12 @@ then compare the two on every hypothesis of the given N-best sets (held out from
 error, a scatter plot."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..files import record_text
 from ..log import info
 from ..engine import load_scorer
 from ..errors import ConfigError
@@ -96,5 +96,5 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
         info(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
               f"largest weight error {report['export']['max_weight_error']:.1e}")
     write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
-    (out / "curve.json").write_text(json.dumps(result["curve"], indent=1, allow_nan=False) + "\n")
+    (out / "curve.json").write_text(record_text(result["curve"], indent=1) + "\n")
     return report

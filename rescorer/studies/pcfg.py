@@ -10,7 +10,6 @@ Words the LM tokenizer maps to [UNK] are left out of the comparison, as in the p
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..engine import load_scorer
 from ..errors import ConfigError, check_known
-from ..files import write_text
+from ..files import record_text, record_value, write_text
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.agreement import agreement, agreement_plot, aligned
 from ..report.plots import curve_plot
@@ -60,21 +59,21 @@ def write_corpora(corpora: Mapping[str, Sequence[str]], out: Path, origin: Mappi
     """``out/corpus/{train,dev,test}.txt`` and ``origin.json`` (grammar and sampling options); a resumed run
     must have the same origin, or its models would continue on other data."""
     record = out / "corpus" / "origin.json"
-    if record.exists() and json.loads(record.read_text()) != json.loads(json.dumps(origin, allow_nan=False)):
+    if record.exists() and record_value(record.read_text()) != record_value(record_text(origin)):
         raise ConfigError(f"{out} holds a run sampled with other options ({record}); choose another out_dir")
     for split, texts in corpora.items():
         write_text(out / "corpus" / f"{split}.txt", "\n".join(texts) + "\n")
-    write_text(record, json.dumps(origin, indent=1, allow_nan=False) + "\n")
+    write_text(record, record_text(origin, indent=1) + "\n")
 
 
 def timed(out: Path, work) -> tuple[Any, float]:
     """Run ``work()`` and add its wall time to ``out/seconds.json`` (the total over resumed runs)."""
     record = out / "seconds.json"
-    before = json.loads(record.read_text())["seconds"] if record.exists() else 0.0
+    before = record_value(record.read_text())["seconds"] if record.exists() else 0.0
     start = time.perf_counter()
     result = work()
     total = before + time.perf_counter() - start
-    write_text(record, json.dumps({"seconds": total}, allow_nan=False) + "\n")
+    write_text(record, record_text({"seconds": total}) + "\n")
     return result, total
 
 

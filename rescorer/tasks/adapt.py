@@ -1,10 +1,10 @@
 """``rescorer task=adapt``: continue masked-LM training on a text corpus (resumable), then export the result."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ..files import record_text
 from ..io.refs import read_refs
 from ..report.plots import curve_plot
 from ..train.adapt import AdaptConfig, adapt
@@ -21,7 +21,7 @@ def run(cfg: Any) -> dict[str, Any]:
     state = adapt(AdaptConfig(**options, dev_texts=dev_texts, out_dir=cfg.out_dir))
     out = Path(cfg.out_dir)
     curve_plot(state["curve"], out / "curve.png")
-    (out / "curve.json").write_text(json.dumps(state["curve"], indent=1, allow_nan=False) + "\n")
+    (out / "curve.json").write_text(record_text(state["curve"], indent=1) + "\n")
     if export:
         export_delta(out / "best", export)
     best = next((c for c in state["curve"] if c["step"] == state["best_step"]), {})

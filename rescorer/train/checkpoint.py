@@ -1,12 +1,11 @@
 """Resumable training checkpoints: a Hugging Face model directory plus ``state.json`` (and the optimiser)."""
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..files import write_text
+from ..files import record_text, record_value, write_text
 
 
 def save_checkpoint(out_dir: str | Path, name: str, model: Any, tokenizer: Any, state: Mapping[str, Any],
@@ -21,7 +20,7 @@ def save_checkpoint(out_dir: str | Path, name: str, model: Any, tokenizer: Any, 
     tokenizer.save_pretrained(tmp)
     if optimizer is not None:
         torch.save(dict(optimizer), tmp / "optimizer.pt")
-    write_text(tmp / "state.json", json.dumps(state, indent=1, allow_nan=False) + "\n")
+    write_text(tmp / "state.json", record_text(state, indent=1) + "\n")
     if target.exists():
         shutil.rmtree(target)
     tmp.rename(target)
@@ -37,4 +36,4 @@ def load_checkpoint(out_dir: str | Path, name: str = "last", device: str = "cpu"
         return None
     optimizer = path / "optimizer.pt"
     saved = torch.load(optimizer, weights_only=True, map_location=device) if optimizer.exists() else {}
-    return json.loads((path / "state.json").read_text()), saved
+    return record_value((path / "state.json").read_text()), saved

@@ -8,7 +8,6 @@ the step, ``until``, wall-time or patience limit, a progress bar and the learnin
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from abc import ABC, abstractmethod
@@ -18,7 +17,7 @@ from typing import Any, Mapping
 
 from tqdm.auto import tqdm
 
-from ..files import write_text
+from ..files import record_text, write_text
 from .checkpoint import load_checkpoint, save_checkpoint
 
 LEGACY_BEST = ("best_pppl", "best_ppl", "best_dev_mse")  # the best dev metric in runs saved before this loop
@@ -98,7 +97,7 @@ def start_run(out_dir: str | Path, options: Mapping[str, Any]) -> Path:
     hf_logging.disable_progress_bar()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.json", json.dumps(dict(options), indent=1, default=str, allow_nan=False) + "\n")
+    write_text(out / "config.json", record_text(dict(options), indent=1, default=str) + "\n")
     return out
 
 

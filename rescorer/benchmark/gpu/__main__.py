@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...files import write_text
+from ...files import record_text, record_value, write_text
 from . import exactness, job, scaleout, speed, table
 from .plan import Plan
 from .record import COMMON
@@ -46,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[gpu] {name}: up to {cap:.0f} s", flush=True)
             staged(name, args, cap, log)
     run = combined(args.out, plan, args.budget)
-    write_text(args.out / "gpu.json", json.dumps(run, indent=2, default=str, allow_nan=False) + "\n")
+    write_text(args.out / "gpu.json", record_text(run, indent=2, default=str) + "\n")
     text = table.markdown(run)
     write_text(args.out / "gpu.md", text)
     print(text)
@@ -77,10 +76,10 @@ def staged(name: str, args: argparse.Namespace, cap: float, log: Any) -> None:
 
 def note(path: Path, name: str, status: str, rehearsal: bool) -> None:
     """Set the stage's status, keeping what it wrote; keys it never wrote are there, as null."""
-    data = json.loads(path.read_text()) if path.exists() else {}
+    data = record_value(path.read_text()) if path.exists() else {}
     data = {**dict.fromkeys((*COMMON, *STAGES[name][0].KEYS)), **data, "stage": name, "status": status}
     data["rehearsal"] = rehearsal
-    write_text(path, json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
+    write_text(path, record_text(data, indent=2, default=str) + "\n")
     print(f"[gpu] {name}: {status}", flush=True)
 
 
@@ -89,7 +88,7 @@ def combined(out: Path, plan: Plan, budget: float) -> dict[str, Any]:
                            else "bash benchmarks/gpu.sh OUT", "rehearsal": plan.rehearsal, "budget_s": budget}
     for name in STAGES:
         path = out / f"{name}.json"
-        run[name] = json.loads(path.read_text()) if path.exists() else {"status": "not run"}
+        run[name] = record_value(path.read_text()) if path.exists() else {"status": "not run"}
     return run
 
 

@@ -1,13 +1,12 @@
 """One stage's JSON, rewritten after every figure, so that a stage stopped at its cap leaves what it measured."""
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from ...files import write_text
+from ...files import record_text, write_text
 
 
 COMMON = ("stage", "status", "rehearsal", "device", "torch", "transformers", "date", "seconds")
@@ -53,7 +52,7 @@ class Record:
 
     def save(self) -> None:
         self.data["seconds"] = round(time.monotonic() - self.started, 2)
-        write_text(self.path, json.dumps(self.data, indent=2, default=str, allow_nan=False) + "\n")
+        write_text(self.path, record_text(self.data, indent=2, default=str) + "\n")
 
 
 def device_name(device: str) -> str:
