@@ -9,7 +9,8 @@ from typing import Callable, Iterator
 
 from ..errors import NBestFormatError
 from ..types import NBest
-from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
+from .espnet import (detect_espnet1, detect_espnet2, espnet2_blocks, espnet2_writer, read_espnet1, write_espnet1,
+                     write_espnet2)
 from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
                           read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
@@ -63,8 +64,8 @@ MOSES = dict(translation=True, base=("total",), one_document=True, line_number_i
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
              column_problem=feature_label)
 REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tries them
-    Format("espnet2", whole(read_espnet2), write_espnet2, detect=detect_espnet2, directory=True, one_best="text",
-           text_chars=LINE_BREAKS, id_problem=line_id),
+    Format("espnet2", espnet2_blocks, write_espnet2, writer=espnet2_writer, detect=detect_espnet2, directory=True,
+           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id),
     Format("kaldi", whole(read_kaldi), write_kaldi, detect=detect_kaldi, base=(), directory=True, all_columns=True,
            one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
     Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
