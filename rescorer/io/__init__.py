@@ -143,12 +143,17 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
 def block_writer(path: str | Path, like: NBest, fmt: str | None = None,
                  score_column: str | None = None) -> Iterator[Callable[[NBest], None]]:
     """A function that writes a list block by block into ``path`` in ``fmt`` (default: ``like``'s), the file in
-    place when the context ends: as the blocks come where the format has a block writer, else gathered and written
-    whole by :func:`write_nbest`."""
+    place when the context ends: as the blocks come where the format has a block writer (each block refused as
+    :func:`write_nbest` refuses a list, an id given in an earlier block included), else gathered and written whole by
+    :func:`write_nbest`."""
     record = format_of(fmt or like.fmt, path)
     if record.writer is not None and score_column is None:
+        seen: set[str] = set()
         with record.writer(path, like) as write:
-            yield write
+            def checked(block: NBest) -> None:
+                check_writable(block, record, path, seen)
+                write(block)
+            yield checked
         return
     blocks: list[NBest] = []
     yield blocks.append

@@ -8,10 +8,11 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import special_kind
+from ..types import NBest, Utterance
 
 _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
@@ -102,6 +103,60 @@ def binary_blocks(path: str | os.PathLike, size: int) -> Iterator[list[bytes]]:
                 yield lines
     except OSError as err:
         raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
+
+
+class KeyedLines:
+    """An ``id value`` file (ESPnet, Kaldi) read one line at a time, to be read in step with the files beside it: the
+    line in hand (``key`` and ``value``, None and "" past the last line; ``line``, ``number``) and the key before it.
+    A blank line is an error (a file of nothing else, an empty file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines = iter_lines(path)
+        self.key: str | None = None
+        self.before: str | None = None
+        self.value = self.line = ""
+        self.number = 0
+        self.advance()
+
+    def advance(self) -> None:
+        """Go to the next line."""
+        self.before = self.key
+        number, line = next(self._lines, (self.number, None))
+        if line is None:
+            self.key, self.value, self.line = None, "", ""
+            return
+        if not line.strip():
+            any(rest.strip() for _, rest in self._lines)  # past a file of blank lines, iter_lines says it is empty
+            raise NBestFormatError(self.path, number, "blank line")
+        self.number, self.line = number, line
+        self.key, self.value = split_key(line)
+
+    def close(self) -> None:
+        self._lines.close()
+
+    def __enter__(self) -> "KeyedLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+BLOCK_UTTERANCES = 1000  # a block of a line-by-line reader asked for no size
+
+
+def utterance_blocks(utterances: Iterable[Utterance], size: int,
+                     block: Callable[[list[Utterance]], NBest]) -> Iterator[NBest]:
+    """``utterances`` as blocks of ``size`` (0: :data:`BLOCK_UTTERANCES`), each made by ``block``; at least one."""
+    found: list[Utterance] = []
+    given = False
+    for utt in utterances:
+        found.append(utt)
+        if len(found) == (size or BLOCK_UTTERANCES):
+            yield block(found)
+            found, given = [], True
+    if found or not given:
+        yield block(found)
 
 
 def split_lines(text: str) -> list[str]:

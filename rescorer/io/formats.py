@@ -9,11 +9,12 @@ from typing import Callable, Iterator
 
 from ..errors import NBestFormatError
 from ..types import NBest
-from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
+from .espnet import (detect_espnet1, detect_espnet2, espnet2_blocks, espnet2_writer, read_espnet1, write_espnet1,
+                     write_espnet2)
 from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
                           read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
-from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
+from .kaldi import detect as detect_kaldi, kaldi_blocks, write as write_kaldi, writer as kaldi_writer
 from .moses import detect as detect_moses, detect_marian, read as read_moses, write as write_moses
 from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
 from .records import detect_hyporadise, read_fields, read_hyporadise
@@ -63,10 +64,10 @@ MOSES = dict(translation=True, base=("total",), one_document=True, line_number_i
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
              column_problem=feature_label)
 REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tries them
-    Format("espnet2", whole(read_espnet2), write_espnet2, detect=detect_espnet2, directory=True, one_best="text",
-           text_chars=LINE_BREAKS, id_problem=line_id),
-    Format("kaldi", whole(read_kaldi), write_kaldi, detect=detect_kaldi, base=(), directory=True, all_columns=True,
-           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
+    Format("espnet2", espnet2_blocks, write_espnet2, writer=espnet2_writer, detect=detect_espnet2, directory=True,
+           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id),
+    Format("kaldi", kaldi_blocks, write_kaldi, writer=kaldi_writer, detect=detect_kaldi, base=(), directory=True,
+           all_columns=True, one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
     Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
            per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
     Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
