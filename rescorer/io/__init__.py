@@ -70,6 +70,8 @@ def read_nbest(path: str | Path, fmt: str = "auto", refs: str | Path | None = No
         print(nbest, rescorer.wer(nbest.refs(), nbest.select([0] * len(nbest))))  # NBest(fmt='espnet2', …) 1.37…
     """
     checked("", {"path": path, "fmt": fmt, "refs": refs, "refs_fmt": refs_fmt}, READ)
+    if fmt == "auto":
+        fmt = detect_format(path)
     if fmt == "nemo" and refs is not None and "manifest" not in options and "beam_size" not in options:
         options["manifest"] = refs
     blocks = read_blocks(path, fmt, **options)
