@@ -10,7 +10,8 @@ from typing import Callable, Iterator
 from ..errors import NBestFormatError
 from ..types import NBest
 from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
-from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
+from .fairseq import (blocks as fairseq_blocks, detect as detect_fairseq, write as write_fairseq,
+                      writer as fairseq_writer)
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
                           read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
 from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
@@ -80,7 +81,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
     Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), detect=detect_marian, **MOSES),
     Format("moses", whole(read_moses), write_moses, detect=detect_moses, bleu_defaults=(("lowercase", True), ("force", True)),
            **MOSES),
-    Format("fairseq", whole(read_fairseq), write_fairseq, detect=detect_fairseq, translation=True,
+    Format("fairseq", fairseq_blocks, write_fairseq, writer=fairseq_writer, detect=detect_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
