@@ -15,7 +15,8 @@ from .fairseq import (blocks as fairseq_blocks, detect as detect_fairseq, write 
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
                           read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
 from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
-from .moses import detect as detect_moses, detect_marian, read as read_moses, write as write_moses
+from .moses import (blocks as moses_blocks, detect as detect_moses, detect_marian, write as write_moses,
+                    writer as moses_writer)
 from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
 from .records import detect_hyporadise, read_fields, read_hyporadise
 from .recordwrite import write_fields, write_hyporadise
@@ -78,9 +79,10 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            text_words=("\u2581", "<eos>")),
     Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, detect=detect_mlm_scoring, one_document=True,
            holds_empty=True),
-    Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), detect=detect_marian, **MOSES),
-    Format("moses", whole(read_moses), write_moses, detect=detect_moses, bleu_defaults=(("lowercase", True), ("force", True)),
-           **MOSES),
+    Format("marian", moses_blocks, functools.partial(write_moses, style="marian"),
+           writer=functools.partial(moses_writer, style="marian"), detect=detect_marian, **MOSES),
+    Format("moses", moses_blocks, write_moses, writer=moses_writer, detect=detect_moses,
+           bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
     Format("fairseq", fairseq_blocks, write_fairseq, writer=fairseq_writer, detect=detect_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
