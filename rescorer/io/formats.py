@@ -13,7 +13,7 @@ from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, 
 from .fairseq import (blocks as fairseq_blocks, detect as detect_fairseq, write as write_fairseq,
                       writer as fairseq_writer)
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
-                          read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
+                          sockeye_blocks, sockeye_writer, write_jsonl, write_mlm_scoring, write_sockeye)
 from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
 from .moses import (blocks as moses_blocks, detect as detect_moses, detect_marian, write as write_moses,
                     writer as moses_writer)
@@ -73,7 +73,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
     Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
            all_columns=True, holds_empty=True),
-    Format("sockeye", whole(read_sockeye), write_sockeye, detect=detect_sockeye, translation=True,
+    Format("sockeye", sockeye_blocks, write_sockeye, writer=sockeye_writer, detect=detect_sockeye, translation=True,
            per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
     Format("espnet1", whole(read_espnet1), write_espnet1, detect=detect_espnet1, one_best="text",
            text_words=("\u2581", "<eos>")),
