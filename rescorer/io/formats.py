@@ -17,7 +17,7 @@ from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, json
 from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
 from .moses import (blocks as moses_blocks, detect as detect_moses, detect_marian, write as write_moses,
                     writer as moses_writer)
-from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
+from .nemo import blocks as nemo_blocks, detect as detect_nemo, write as write_nemo, writer as nemo_writer
 from .records import detect_hyporadise, read_fields, read_hyporadise
 from .recordwrite import write_fields, write_hyporadise
 from .common import LINE_BREAKS, line_id_problem
@@ -87,7 +87,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("nemo", whole(read_nemo), write_nemo, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
+    Format("nemo", nemo_blocks, write_nemo, writer=nemo_writer, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
     Format("fields", whole(read_fields), write_fields, base=("score", "total"), holds_empty=True),
 )}
 
