@@ -18,8 +18,8 @@ from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_ka
 from .moses import (blocks as moses_blocks, detect as detect_moses, detect_marian, write as write_moses,
                     writer as moses_writer)
 from .nemo import blocks as nemo_blocks, detect as detect_nemo, write as write_nemo, writer as nemo_writer
-from .records import detect_hyporadise, read_fields, read_hyporadise
-from .recordwrite import write_fields, write_hyporadise
+from .records import detect_hyporadise, fields_blocks, hyporadise_blocks
+from .recordwrite import fields_writer, hyporadise_writer, write_fields, write_hyporadise
 from .common import LINE_BREAKS, line_id_problem
 from .format import Format
 
@@ -69,8 +69,9 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            text_chars=LINE_BREAKS, id_problem=line_id),
     Format("kaldi", whole(read_kaldi), write_kaldi, detect=detect_kaldi, base=(), directory=True, all_columns=True,
            one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
-    Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
-           per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
+    Format("hyporadise", hyporadise_blocks, write_hyporadise, writer=hyporadise_writer, detect=detect_hyporadise,
+           base=("am_score", "score"), per_token="HyPoradise scores are per-token log-probabilities", one_document=True,
+           holds_empty=True),
     Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
            all_columns=True, holds_empty=True),
     Format("sockeye", sockeye_blocks, write_sockeye, writer=sockeye_writer, detect=detect_sockeye, translation=True,
@@ -88,7 +89,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
     Format("nemo", nemo_blocks, write_nemo, writer=nemo_writer, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
-    Format("fields", whole(read_fields), write_fields, base=("score", "total"), holds_empty=True),
+    Format("fields", fields_blocks, write_fields, writer=fields_writer, base=("score", "total"), holds_empty=True),
 )}
 
 
