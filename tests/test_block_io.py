@@ -66,8 +66,8 @@ def test_blocks_of_any_size_are_the_whole_list_in_its_order(path, fmt, options):
         assert {(b.fmt, json.dumps(dict(b.meta))) for b in found} == {(whole.fmt, json.dumps(dict(whole.meta)))}
 
 
-SYNTHETIC = NBest(tuple(Utterance(str(i if i < 10 else i + 10), tuple(
-    Hypothesis(f"hyp {k} of {i} café", {"score": -i - k / 2, "lm": -3.25 * k, **({"extra": 0.5 * k} if i >= 15 else {})})
+SYNTHETIC = NBest(tuple(Utterance(str(i if i < 10 else i + 10), tuple(  # ids stop being indices, a column comes later
+    Hypothesis(f"hyp {k} of {i} café", {"score": -i - k / 2, "lm": -3.25 * k, **({"extra": k / 2} if i >= 15 else {})})
     for k in range(3)), ref=f"ref {i} naïve") for i in range(23)))
 TARGETS = [pytest.param(fmt, name, id=f"{fmt}-{name}") for fmt, name in [
     ("fairseq", "out.txt"), ("moses", "out.txt"), ("marian", "out.txt"), ("sockeye", "out.jsonl"),
