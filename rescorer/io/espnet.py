@@ -12,7 +12,7 @@ from ..files import atomic_dir, write_text
 from ..types import Hypothesis, NBest, Utterance
 from .codec import document, load_json, loads, value_text
 from .common import (KeyedLines, find_key, format_number, id_lines, json_score, parse_score, present, read_text,
-                     require_ranks, utterance_blocks)
+                     require_ranks, blocks_of)
 from .format import Sample
 from .target import Target
 
@@ -52,7 +52,7 @@ def espnet2_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
         raise NBestFormatError(path, None, "no '<n>best_recog' directories found")
     seen: dict[str, int] = {}  # the ids read so far → the job they were read in
     utterances = (utt for job, root in enumerate(roots) for utt in _job(root, job, seen))
-    yield from utterance_blocks(utterances, size, lambda found: NBest(found, fmt="espnet2", source=str(path)))
+    yield from blocks_of(utterances, size, lambda found: NBest(found, fmt="espnet2", source=str(path)))
 
 
 def _job(root: Path, job: int, seen: dict[str, int]) -> Iterator[Utterance]:

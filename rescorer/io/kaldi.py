@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from ..errors import NBestFormatError
 from ..files import atomic_dir
 from ..types import Hypothesis, NBest, Utterance
-from .common import KeyedLines, id_lines, parse_score, present, require_ranks, utterance_blocks
+from .common import KeyedLines, id_lines, parse_score, present, require_ranks, blocks_of
 from .format import Sample
 from .target import Target
 
@@ -53,7 +53,7 @@ def kaldi_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
     if not is_kaldi_dir(path):
         raise NBestFormatError(path, None, f"expected a directory with a '{WORDS_FILE}' file (run int2sym.pl -f 2- on "
                                "'words')")
-    yield from utterance_blocks(_utterances(path), size, lambda found: NBest(found, fmt="kaldi", source=str(path)))
+    yield from blocks_of(_utterances(path), size, lambda found: NBest(found, fmt="kaldi", source=str(path)))
 
 
 def _utterances(path: Path) -> Iterator[Utterance]:

@@ -137,7 +137,7 @@ def check_stem_id(utt_id: str, path: str | Path) -> None:
 
 def check_writable(nbest: NBest, fmt: "Format", path: str | Path, seen: set[str] | None = None) -> None:
     """Refuse, before anything is written, what ``fmt`` cannot hold or its reader would read differently (``seen``:
-    the ids of the blocks written before this one, to which this one's are added)."""
+    the ids of the blocks before, where the list is written block by block)."""
     path = Path(path)
     seen = set() if seen is None else seen
     for utt in nbest:
