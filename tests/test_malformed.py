@@ -243,7 +243,7 @@ REFERENCES = [
                              "refs.txt": lines("a b", "c", "e f")},
          "nbest.txt", "moses", "refs.txt", "3 references", refs="refs.txt"),
     case("lines-fewer-refs", {**moses(MOSES_OK, "1 ||| c ||| lm: -1 tm: -2 ||| -3"), "refs.txt": lines("a b")},
-         "nbest.txt", "moses", "refs.txt", "1 references", refs="refs.txt"),
+         "nbest.txt", "moses", "nbest.txt:2", "(1 lines;", refs="refs.txt"),
     case("refs-missing-file", espnet2(rank()), "dec", "espnet2", "nope.trn", "no such file", refs="nope.trn"),
     case("refs-unknown-format", {**espnet2(rank()), "ref.trn": lines("a b (utt1)", "c d (utt2)")}, "dec",
          "espnet2", "ref.trn", "trm", refs="ref.trn", refs_fmt="trm"),

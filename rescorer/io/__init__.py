@@ -143,16 +143,22 @@ def write_nbest(nbest: NBest, path: str | Path, fmt: str | None = None, score_co
 def block_writer(path: str | Path, like: NBest, fmt: str | None = None,
                  score_column: str | None = None) -> Iterator[Callable[[NBest], None]]:
     """A function that writes a list block by block into ``path`` in ``fmt`` (default: ``like``'s), the file in
-    place when the context ends: as the blocks come where the format has a block writer, else gathered and written
-    whole by :func:`write_nbest`."""
+    place when the context ends: as the blocks come where the format has a block writer (each block checked as
+    :func:`write_nbest` checks a list, ids across blocks included), else gathered and written whole by
+    :func:`write_nbest`."""
     record = format_of(fmt or like.fmt, path)
-    if record.writer is not None and score_column is None:
-        with record.writer(path, like) as write:
-            yield write
+    if record.writer is None or (score_column is not None and record.all_columns):
+        blocks: list[NBest] = []
+        yield blocks.append
+        write_nbest(like.with_utterances([u for block in blocks for u in block.utterances]), path, fmt, score_column)
         return
-    blocks: list[NBest] = []
-    yield blocks.append
-    write_nbest(like.with_utterances([u for block in blocks for u in block.utterances]), path, fmt, score_column)
+    seen: set[str] = set()
+    options = {} if score_column is None else {"score_column": score_column}
+    with record.writer(path, like, **options) as write:
+        def write_checked(block: NBest) -> None:
+            check_writable(check_nbest(block), record, path, seen)
+            write(block)
+        yield write_checked
 
 
 def check_nbest(nbest: object, what: str = "nbest") -> NBest:

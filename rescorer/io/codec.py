@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, Iterable, Mapping
+import re
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import msgspec
 
 from ..errors import NBestFormatError
+from .common import binary_chunks, iter_lines, read_text
 
 DecodeError = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)  # what bad JSON raises (and is said as)
 _LINE_BREAKERS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
@@ -39,6 +41,14 @@ def load_json(text: str | bytes, path: str | os.PathLike, line: int | None = Non
         return _ANY(text)
     except DecodeError as err:
         raise json_error(err, text, path, line) from None
+
+
+def json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """(number, value) of each line of a JSON-lines file that is not blank, read one at a time; an error names the
+    line."""
+    for number, line in iter_lines(path):
+        if line.strip():
+            yield number, load_json(line, path, number)
 
 
 def json_error(err: BaseException, text: str | bytes, path: str | os.PathLike, line: int | None) -> NBestFormatError:
@@ -125,3 +135,123 @@ def document(value: Any, indent: int | None, ascii_only: bool = False) -> str:
     ``ascii_only``), with a final newline."""
     return json.dumps(value, indent=indent, ensure_ascii=ascii_only, allow_nan=False) + "\n"
 
+
+def document_items(values: Iterable[Any], indent: int | None, ascii_only: bool, first: bool) -> str:
+    """Items of a JSON list laid out as :func:`document` lays out the whole list, each after the text that comes
+    before it (``first``: the first follows the opening bracket, the others a comma): the list written a piece at a
+    time is the same text."""
+    pad, comma = ("", ", ") if indent is None else ("\n" + " " * indent, ",")
+    out = []
+    for value in values:
+        text = json.dumps(value, indent=indent, ensure_ascii=ascii_only, allow_nan=False)
+        out.append(("[" if first else comma) + pad + (text if indent is None else text.replace("\n", pad)))
+        first = False
+    return "".join(out)
+
+
+def document_end(indent: int | None, empty: bool) -> str:
+    """What closes a JSON list :func:`document_items` wrote (``empty``: it wrote none), without the final newline."""
+    return "[]" if empty else "]" if indent is None else "\n]"
+
+
+CHUNK = 1 << 20  # bytes of a JSON document read at a time
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def json_items(path: str | os.PathLike, what: str = "a JSON list") -> Iterator[tuple[int, Any]]:
+    """(line, value) of each item of the JSON list that file ``path`` is, at the line where the item starts, decoded
+    one at a time from a window of the file (:data:`CHUNK` bytes, or an item where one is longer): a list of any size
+    is read in the memory of an item. What is not JSON is refused as :func:`load_json` refuses the whole document
+    (read whole then, to say where); a document that is no list, as not ``what``."""
+    window = _Window(binary_chunks(path, CHUNK))
+    at = window.skip(0)
+    if at is None or window.data[at] != ord("["):
+        raise _refused(path, window, at, f"expected {what}")
+    at, first = at + 1, True
+    while True:
+        at = window.skip(at)
+        if at is not None and first and window.data[at] == ord("]"):
+            break
+        end = None if at is None else window.end(at)
+        try:
+            value = _ANY(window.data[at:end] if end is not None else b"")
+        except DecodeError:
+            raise _refused(path, window, at, "invalid JSON") from None
+        yield window.line_of(at), value
+        if window.data[end] == ord("]"):
+            at = end
+            break
+        at, first = window.drop(end + 1), False
+    if window.skip(at + 1) is not None:
+        raise _refused(path, window, at + 1, "invalid JSON")
+
+
+def _refused(path: str | os.PathLike, window: "_Window", at: int | None, problem: str) -> NBestFormatError:
+    """The error of a JSON list refused at byte ``at`` of the window: the whole document's own where it is not JSON
+    (read whole to say where), else ``problem`` on the line of ``at``."""
+    load_json(read_text(path), path)
+    return NBestFormatError(path, None if at is None else window.line_of(at), problem, window.text(at, 40))
+
+
+class _Window:
+    """The bytes of a file seen through a window that grows as they are read and lets go of what was decoded, with
+    the line each byte is on."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.chunks, self.data = chunks, bytearray()
+        self.line, self.counted = 1, 0  # byte `counted` of the window is on line `line`
+
+    def more(self) -> bool:
+        chunk = next(self.chunks, None)
+        if chunk is not None:
+            self.data += chunk
+        return chunk is not None
+
+    def skip(self, at: int) -> int | None:
+        """The first byte at or after ``at`` that is no white space; None where the file ends first."""
+        while (at := _SPACE.match(self.data, at).end()) == len(self.data):
+            if not self.more():
+                return None
+        return at
+
+    def end(self, at: int) -> int | None:
+        """Where the item that starts at ``at`` ends: the comma or bracket after it, where msgspec, decoding from
+        ``at`` on, finds the characters that trail the item; None where it is no JSON or the file ends first."""
+        while True:
+            with memoryview(self.data) as view:
+                try:
+                    _ANY(view[at:])
+                    problem = "truncated"  # the window ends with the item: what follows it is still to come
+                except UnicodeDecodeError as err:  # a character the window cuts, or one that is no UTF-8
+                    problem = "truncated" if err.start >= len(view) - at - 4 else "not UTF-8"
+                except DecodeError as err:
+                    problem = str(err)
+            if "trailing characters" in problem:
+                end = at + (_offset(problem) or 0) - 1
+                return end if at <= end < len(self.data) and self.data[end] in b",]" else None
+            cut = "truncated" in problem or (_offset(problem) or 0) >= len(self.data) - at  # at the window's end
+            if not cut or not self.more():
+                return None
+
+    def line_of(self, at: int) -> int:
+        """The line of byte ``at`` (at or after any byte asked before)."""
+        self.line += self.data.count(b"\n", self.counted, at)
+        self.counted = at
+        return self.line
+
+    def drop(self, at: int) -> int:
+        """``at`` once the bytes before it are let go of when they are many (where ``at`` now is in the window)."""
+        if at < CHUNK:
+            return at
+        self.line_of(at)
+        del self.data[:at]
+        self.counted = 0
+        return 0
+
+    def text(self, at: int | None, size: int) -> str:
+        """Up to ``size`` characters from byte ``at``."""
+        if at is None:
+            return ""
+        while len(self.data) < at + 4 * size and self.more():
+            pass
+        return self.data[at : at + 4 * size].decode("utf-8", "replace")[:size]

@@ -1,6 +1,7 @@
 """Shared pieces of every reader and writer: strict decoding, score parsing, ids, line checks."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -8,10 +9,11 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError
-from ..files import special_kind
+from ..files import atomic_file, special_kind
+from ..types import NBest, Utterance
 
 _FLOAT = r"([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
 _NUMBER = re.compile(rf"\s*(?:tensor\(\s*{_FLOAT}\s*(?:,[^)]*)?\)|{_FLOAT})\s*$", re.IGNORECASE)
@@ -72,36 +74,155 @@ def read_text(path: str | os.PathLike) -> str:
     return text
 
 
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[BinaryIO]:
+    """The regular file ``path`` open for reading; a failure to read it is an error naming it."""
+    path = _regular_file(path)
+    try:
+        with path.open("rb") as handle:
+            yield handle
+    except OSError as err:
+        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
+
+
+def decode_line(data: bytes, path: Path, number: int) -> str:
+    """Line ``number`` of ``path`` from its bytes ``data``: UTF-8 (else an error naming the line), without its line
+    end, nor a byte-order mark on line 1."""
+    line = _decoded(data, path, number)
+    return (line.removeprefix("\ufeff") if number == 1 else line).removesuffix("\n").removesuffix("\r")
+
+
+def offset_lines(path: str | os.PathLike) -> Iterator[tuple[int, int, str]]:
+    """(number, byte offset, line) of the file, one line at a time, as :func:`read_lines` reads them (the same
+    checks and errors): a list of any size is read in the memory of one line."""
+    path = Path(path)
+    found, offset = False, 0
+    with reading(path) as handle:
+        for number, data in enumerate(handle, 1):
+            line = decode_line(data, path, number)
+            found = found or bool(line.strip())
+            yield number, offset, line
+            offset += len(data)
+    if not found:
+        raise NBestFormatError(path, None, "file is empty")
+
+
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(number, line) of the file, one line at a time, as :func:`read_lines` reads them (the same checks and
     errors): a list of any size is read in the memory of one line."""
-    path = _regular_file(Path(path))
-    found = False
+    for number, _, line in offset_lines(path):
+        yield number, line
+
+
+def lines_between(handle: BinaryIO, path: Path, start: int, end: int | None, number: int) -> Iterator[tuple[int, str]]:
+    """(number, line) of an open file's lines from byte ``start`` (line ``number``, as :func:`offset_lines` gave it)
+    up to byte ``end`` (None: the end of the file)."""
+    handle.seek(start)
+    while end is None or start < end:
+        data = handle.readline()
+        if not data:
+            return
+        yield number, decode_line(data, path, number)
+        start, number = start + len(data), number + 1
+
+
+def head_line(path: str | os.PathLike) -> tuple[str, str]:
+    """The file's first line and its first line that is not blank, read no further (a file of blank lines is an
+    error, as :func:`read_text` says it)."""
+    lines = iter_lines(path)
     try:
-        with path.open("rb") as handle:
-            for number, data in enumerate(handle, 1):
-                line = _decoded(data, path, number)
-                line = (line.removeprefix("\ufeff") if number == 1 else line).removesuffix("\n").removesuffix("\r")
-                found = found or bool(line.strip())
-                yield number, line
-    except OSError as err:
-        raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
-    if not found:
-        raise NBestFormatError(path, None, "file is empty")
+        first = next(lines)[1]
+        return first, first if first.strip() else next(line for _, line in lines if line.strip())
+    finally:
+        lines.close()
 
 
 def binary_blocks(path: str | os.PathLike, size: int) -> Iterator[list[bytes]]:
     """The file's lines as bytes (each with its newline; a byte-order mark dropped), about ``size`` bytes of whole
     lines at a time (regular files only; a line longer than that is a block of its own)."""
+    with reading(Path(path)) as handle:
+        for k, lines in enumerate(iter(lambda: handle.readlines(size), [])):
+            if k == 0 and lines[0].startswith(b"\xef\xbb\xbf"):
+                lines[0] = lines[0][3:]
+            yield lines
+
+
+def binary_chunks(path: str | os.PathLike, size: int) -> Iterator[bytes]:
+    """The file's bytes, ``size`` at a time, whatever its lines (a byte-order mark dropped; regular files only)."""
+    with reading(Path(path)) as handle:
+        first = handle.read(max(size, 3))
+        if first:
+            yield first[3:] if first.startswith(b"\xef\xbb\xbf") else first
+        yield from iter(lambda: handle.read(size), b"")
+
+
+def csv_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The file's lines as the csv module reads them: text split at "\\n", "\\r\\n" and "\\r", each with its line end
+    (a byte-order mark dropped; regular files only); undecodable bytes are an error naming the line, as
+    :func:`read_text` names it."""
     path = _regular_file(Path(path))
     try:
-        with path.open("rb") as handle:
-            for k, lines in enumerate(iter(lambda: handle.readlines(size), [])):
-                if k == 0 and lines[0].startswith(b"\xef\xbb\xbf"):
-                    lines[0] = lines[0][3:]
-                yield lines
+        with path.open("r", encoding="utf-8-sig", newline="") as handle:
+            yield from handle
+    except UnicodeDecodeError:
+        read_text(path)
+        raise NBestFormatError(path, None, "not valid UTF-8") from None
     except OSError as err:
         raise NBestFormatError(path, None, f"cannot read it ({err.strerror or err})") from None
+
+
+class KeyedLines:
+    """An ``id value`` file (ESPnet, Kaldi) read one line at a time, to be read in step with the files beside it: the
+    line in hand (``key`` and ``value``, None and "" past the last line; ``line``, ``number``) and the key before it.
+    A blank line is an error (a file of nothing else, an empty file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines = iter_lines(path)
+        self.key: str | None = None
+        self.before: str | None = None
+        self.value = self.line = ""
+        self.number = 0
+        self.advance()
+
+    def advance(self) -> None:
+        """Go to the next line."""
+        self.before = self.key
+        number, line = next(self._lines, (self.number, None))
+        if line is None:
+            self.key, self.value, self.line = None, "", ""
+            return
+        if not line.strip():
+            any(rest.strip() for _, rest in self._lines)  # past a file of blank lines, iter_lines says it is empty
+            raise NBestFormatError(self.path, number, "blank line")
+        self.number, self.line = number, line
+        self.key, self.value = split_key(line)
+
+    def close(self) -> None:
+        self._lines.close()
+
+    def __enter__(self) -> "KeyedLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+UTTERANCES = 1000  # utterances in a block when a reader is asked for no size
+
+
+def blocks_of(utterances: Iterable[Utterance], size: int, nbest: Callable[[list[Utterance]], NBest]) -> Iterator[NBest]:
+    """``utterances`` in blocks of ``size`` (0: :data:`UTTERANCES`; the last may be smaller), each made a list by
+    ``nbest`` once it is full; at least one block (an empty one where there is no utterance)."""
+    held: list[Utterance] = []
+    made = False
+    for utt in utterances:
+        held.append(utt)
+        if len(held) == (size or UTTERANCES):
+            yield nbest(held)
+            held, made = [], True
+    if held or not made:
+        yield nbest(held)
 
 
 def split_lines(text: str) -> list[str]:
@@ -208,6 +329,22 @@ def id_lines(rows: Iterable[tuple[str, str]], path: str | os.PathLike, first: in
     (``first``: the line number of the first)."""
     return "".join(f"{check_line_id(key, path)} {check_line_text(value, path, number)}\n"
                    for number, (key, value) in enumerate(rows, first))
+
+
+@contextlib.contextmanager
+def line_writer(path: str | os.PathLike, lines_of: Callable[[NBest], Iterable[str]]
+                ) -> Iterator[Callable[[NBest], None]]:
+    """A function that writes a line-based file block by block: the lines ``lines_of`` gives for each block, each
+    checked by :func:`check_line_text` (numbered through the file) and ended by "\\n"; the file in place when the
+    context ends, nothing left if it fails."""
+    number = 1
+    with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
+        def write(block: NBest) -> None:
+            nonlocal number
+            lines = list(lines_of(block))
+            out.write(text_lines(lines, path, number))
+            number += len(lines)
+        yield write
 
 
 def require_ranks(ranks: list[int], path: str | os.PathLike, line: int | None, utt_id: str) -> None:

@@ -1,15 +1,18 @@
 """ESPnet2 ``{n}best_recog`` directories and ESPnet1 ``data.json`` (formats-reference §1–2)."""
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
 from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 from ..errors import NBestFormatError
 from ..files import atomic_dir, write_text
 from ..types import Hypothesis, NBest, Utterance
 from .codec import document, load_json, loads, value_text
-from .common import (find_key, format_number, id_lines, json_score, parse_score, present, read_lines, read_text,
-                     require_ranks, split_key)
+from .common import (KeyedLines, find_key, format_number, id_lines, json_score, parse_score, present, read_text,
+                     require_ranks, blocks_of)
 from .format import Sample
 from .target import Target
 
@@ -30,22 +33,6 @@ def _job_roots(path: Path) -> list[Path]:
     return [job for job in jobs if job.is_dir() and any(_RANK_DIR.match(p.name) for p in job.iterdir())]
 
 
-def _read_kv(path: Path, required_value: bool) -> dict[str, tuple[str, int]]:
-    """``key<space or tab>value`` lines (ESPnet reads them with ``split(maxsplit=1)``) → {key: (value, line)};
-    a duplicate key is an error."""
-    out: dict[str, tuple[str, int]] = {}
-    for number, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            raise NBestFormatError(path, number, "blank line")
-        key, value = split_key(line)
-        if required_value and not value.strip():
-            raise NBestFormatError(path, number, "truncated line (no value after the utterance id)", line)
-        if key in out:
-            raise NBestFormatError(path, number, "duplicate utterance id (duplicate rank)", key)
-        out[key] = (value, number)
-    return out
-
-
 def _rank_dirs(root: Path) -> list[Path]:
     found = {int(m.group(1)): p for p in root.iterdir() if p.is_dir() and (m := _RANK_DIR.match(p.name))}
     ranks = sorted(found)
@@ -55,63 +42,119 @@ def _rank_dirs(root: Path) -> list[Path]:
     return [found[r] for r in ranks]
 
 
-def read_espnet2(path: str | Path) -> NBest:
-    """Read an ESPnet2 decode directory (or one ``logdir/output.N`` job of it)."""
+def espnet2_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
+    """An ESPnet2 decode directory (or one ``logdir/output.N`` job of it) as blocks of ``size`` utterances (0: as
+    read), its jobs one after another, every ``<k>best_recog`` file read a line at a time in step with
+    ``1best_recog/text``, which gives the order: each file lists its ids in that order, as ESPnet writes them."""
     path = Path(path)
     roots = _job_roots(path) if path.is_dir() else []
     if not roots:
         raise NBestFormatError(path, None, "no '<n>best_recog' directories found")
-    utterances: list[Utterance] = []
-    for root in roots:
-        utterances.extend(_read_job(root))
-    ids = [u.id for u in utterances]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise NBestFormatError(path, None, "utterance id appears in two jobs", dup)
-    return NBest(utterances, fmt="espnet2", source=str(path))
+    seen: dict[str, int] = {}  # the ids read so far → the job they were read in
+    utterances = (utt for job, root in enumerate(roots) for utt in _job(root, job, seen))
+    yield from blocks_of(utterances, size, lambda found: NBest(found, fmt="espnet2", source=str(path)))
 
 
-def _read_job(root: Path) -> list[Utterance]:
-    per_rank: list[dict[str, Hypothesis]] = []
-    origins: dict[str, str] = {}
-    order: list[str] = []
-    for rank, rank_dir in enumerate(_rank_dirs(root), 1):
-        text_path, score_path, parts_path = rank_dir / "text", rank_dir / "score", rank_dir / "scores"
-        texts = _read_kv(text_path, required_value=False)
-        scores = _read_kv(rank_dir / "score", required_value=True)
-        parts = _read_kv(parts_path, True) if present(parts_path) else None
-        tokens = _read_kv(rank_dir / "token", False) if present(rank_dir / "token") else None
-        for name, table in (("score", scores), ("scores", parts), ("token", tokens)):
-            if table is None:
-                continue
-            for key, (_, number) in table.items():
-                if key not in texts:
-                    raise NBestFormatError(rank_dir / name, number, "utterance id not in the text file", key)
-            for key, (_, number) in texts.items():
-                if key not in table:
-                    raise NBestFormatError(text_path, number, f"utterance id missing from {name}", key)
-        hyps: dict[str, Hypothesis] = {}
-        for key, (text, number) in texts.items():
-            if rank == 1:
-                order.append(key)
-                origins[key] = f"{text_path}:{number}"
-            elif key not in per_rank[-1]:
-                raise NBestFormatError(text_path, number, f"utterance has rank {rank} but no rank {rank - 1}", key)
-            raw_score, score_line = scores[key]
-            raw = {"score": raw_score.strip()}
-            values = {"score": parse_score(raw_score, score_path, score_line)}
-            if parts is not None:
-                raw_parts, parts_line = parts[key]
-                for column, value in _parse_parts(raw_parts, parts_path, parts_line).items():
-                    raw[column] = value
-                    values[column] = parse_score(value, parts_path, parts_line, column)
-            token = tokens[key][0].strip() if tokens is not None else None
-            hyps[key] = Hypothesis(text=text.strip(), scores=values, raw=raw, tokens=token)
-        per_rank.append(hyps)
-    return [
-        Utterance(id=key, hyps=tuple(r[key] for r in per_rank if key in r), origin=origins[key])
-        for key in order
-    ]
+def _job(root: Path, job: int, seen: dict[str, int]) -> Iterator[Utterance]:
+    """The utterances of one job, in the order of its ``1best_recog/text``."""
+    with contextlib.ExitStack() as stack:
+        ranks: list[_Rank] = []
+        for rank, directory in enumerate(_rank_dirs(root), 1):
+            ranks.append(stack.enter_context(_Rank(directory, rank, job, seen)))
+        first = ranks[0].text
+        while first.key is not None:
+            key, number = first.key, first.number
+            seen[key] = job
+            hyps: list[Hypothesis] = []
+            for rank in ranks:
+                if rank.text.key == key:
+                    if len(hyps) < rank.rank - 1:
+                        raise NBestFormatError(rank.text.path, rank.text.number,
+                                               f"utterance has rank {rank.rank} but no rank {rank.rank - 1}", key)
+                    hyps.append(rank.take())
+            yield Utterance(id=key, hyps=tuple(hyps), origin=f"{first.path}:{number}")
+        for rank in ranks:
+            rank.finish()
+
+
+class _Rank:
+    """One ``<k>best_recog`` directory of a job, read in step with the job's ``1best_recog/text``: its ``text`` and
+    the ``score`` (``scores``, ``token``) files beside it, each at the line of the next hypothesis it holds."""
+
+    def __init__(self, directory: Path, rank: int, job: int, seen: dict[str, int]) -> None:
+        self.rank, self.job, self.seen = rank, job, seen
+        with contextlib.ExitStack() as stack:
+            self.text, self.score, self.parts, self.tokens = (
+                stack.enter_context(KeyedLines(directory / name)) if required or present(directory / name) else None
+                for name, required in (("text", True), ("score", True), ("scores", False), ("token", False)))
+            self._check_order()
+            self.stack = stack.pop_all()
+
+    def __enter__(self) -> "_Rank":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def take(self) -> Hypothesis:
+        """The hypothesis of the text file's line in hand, and every file on to its next line."""
+        text, score, parts = self.text, self._beside(self.score, True), self._beside(self.parts, True)
+        raw = {"score": score.value.strip()}
+        values = {"score": parse_score(score.value, score.path, score.number)}
+        if parts is not None:
+            for column, value in _parse_parts(parts.value, parts.path, parts.number).items():
+                raw[column] = value
+                values[column] = parse_score(value, parts.path, parts.number, column)
+        tokens = self._beside(self.tokens, False)
+        hyp = Hypothesis(text=text.value.strip(), scores=values, raw=raw,
+                         tokens=tokens.value.strip() if tokens is not None else None)
+        for lines in (text, score, parts, tokens):
+            if lines is not None:
+                lines.advance()
+        self._check_order()
+        return hyp
+
+    def _beside(self, lines: KeyedLines | None, required: bool) -> KeyedLines | None:
+        """A file beside the text file, at the text file's line in hand (its id, and a value if ``required``)."""
+        if lines is None:
+            return None
+        text = self.text
+        if lines.key != text.key:
+            if lines.key is None:
+                raise NBestFormatError(text.path, text.number, f"utterance id missing from {lines.path.name}", text.key)
+            if lines.key == lines.before:
+                raise NBestFormatError(lines.path, lines.number, "duplicate utterance id (duplicate rank)", lines.key)
+            raise NBestFormatError(lines.path, lines.number, f"utterance id not in the order of the text file "
+                                   f"(line {text.number} there: {text.key!r})", lines.key)
+        if required and not lines.value.strip():
+            raise NBestFormatError(lines.path, lines.number, "truncated line (no value after the utterance id)",
+                                   lines.line)
+        return lines
+
+    def _check_order(self) -> None:
+        """The text file's id in hand is not one the job's ``1best_recog/text`` has gone past."""
+        text = self.text
+        if text.key not in self.seen:
+            return
+        if text.key == text.before or self.rank == 1 and self.seen[text.key] == self.job:
+            raise NBestFormatError(text.path, text.number, "duplicate utterance id (duplicate rank)", text.key)
+        if self.rank == 1:
+            raise NBestFormatError(text.path, text.number, "utterance id appears in two jobs", text.key)
+        raise NBestFormatError(text.path, text.number, "utterance id not in the order of 1best_recog/text"
+                               if self.seen[text.key] == self.job else "utterance id not in this job's "
+                               "1best_recog/text", text.key)
+
+    def finish(self) -> None:
+        """Past the job's last utterance: no line is left in the rank's files."""
+        text = self.text
+        if text.key is not None:
+            raise NBestFormatError(text.path, text.number, f"utterance has rank {self.rank} but no rank "
+                                   f"{self.rank - 1}", text.key)
+        for lines in (self.score, self.parts, self.tokens):
+            if lines is not None and lines.key is not None:
+                problem = "duplicate utterance id (duplicate rank)" if lines.key == lines.before else \
+                    "utterance id not in the text file"
+                raise NBestFormatError(lines.path, lines.number, problem, lines.key)
 
 
 def _parse_parts(value: str, path: Path, line: int) -> dict[str, str]:
@@ -128,39 +171,93 @@ def write_espnet2(nbest: NBest, path: str | Path, score_column: str | None = Non
     ``score``, every other column by name to ``scores`` (a JSON object per line; ESPnet itself never writes it).
     The 1-best also goes to ``text``, ``score`` (and ``token``) at the top, sorted by id, as ``asr.sh`` leaves a
     decode directory for its scoring stage."""
-    target = Target.of(nbest, "espnet2", path, score_column)
-    depth = max((len(u.hyps) for u in nbest), default=0)
+    with espnet2_writer(path, nbest, score_column) as write:
+        write(nbest)
+
+
+@contextlib.contextmanager
+def espnet2_writer(path: str | Path, like: NBest, score_column: str | None = None) -> Iterator[Callable[[NBest], None]]:
+    """A writer of ESPnet2 decode-directory blocks (:func:`write_espnet2`; raw values kept where ``like`` was read
+    from ESPnet2): each rank's files written as the blocks come, the directory in place when the context ends."""
+    target = Target.of(like, "espnet2", path, score_column)
     with atomic_dir(path) as tmp:
-        _write_1best(nbest, target, tmp, path)
-        for rank in range(depth):
-            files: dict[str, list[tuple[str, str | None]]] = {"text": [], "score": [], "scores": [], "token": []}
-            for utt in nbest:
-                if rank >= len(utt.hyps):
-                    continue
-                hyp = utt.hyps[rank]
-                rest = {c: _value(target, hyp, c) for c in target.others(utt, hyp)}
-                files["text"].append((utt.id, hyp.text))
-                files["score"].append((utt.id, _value(target, hyp, target.overall(utt, hyp))))
-                files["scores"].append((utt.id, value_text(rest) if rest else None))
-                files["token"].append((utt.id, hyp.tokens))
-            rank_dir = tmp / f"{rank + 1}best_recog"
-            rank_dir.mkdir()
-            for name, rows in files.items():
-                if all(value is None for _, value in rows):
-                    continue
-                default = "{}" if name == "scores" else ""
-                body = id_lines(((key, default if value is None else value) for key, value in rows), path)
-                (rank_dir / name).write_text(body, encoding="utf-8")
+        ranks: list[_RankWriter] = []
+        ids = _Sorted()
+
+        def write(block: NBest) -> None:
+            ids.add(u.id for u in block if u.hyps)
+            for rank in range(block.depth):
+                if rank == len(ranks):
+                    ranks.append(_RankWriter(tmp / f"{rank + 1}best_recog", path))
+                ranks[rank].write([(u, u.hyps[rank]) for u in block if rank < len(u.hyps)], target)
+        yield write
+        for rank in ranks:
+            rank.finish()
+        _write_1best(tmp, ids.sorted)
 
 
-def _write_1best(nbest: NBest, target: Target, tmp: Path, path: str | Path) -> None:
-    """The top-level ``text``/``score``/``token`` of an ESPnet2 decode directory: each utterance's first hypothesis."""
-    best = sorted(((u.id, u, u.hyps[0]) for u in nbest if u.hyps), key=lambda row: row[0])
-    (tmp / "text").write_text(id_lines(((key, h.text) for key, _, h in best), path), encoding="utf-8")
-    scores = ((key, _value(target, h, target.overall(utt, h))) for key, utt, h in best)
-    (tmp / "score").write_text(id_lines(scores, path), encoding="utf-8")
-    if any(h.tokens is not None for _, _, h in best):
-        (tmp / "token").write_text(id_lines(((key, h.tokens or "") for key, _, h in best), path), encoding="utf-8")
+class _Sorted:
+    """Whether the ids given so far came in sorted order."""
+
+    def __init__(self) -> None:
+        self.sorted, self.last = True, None
+
+    def add(self, ids: Iterable[str]) -> None:
+        for key in ids:
+            self.sorted = self.sorted and (self.last is None or self.last < key)
+            self.last = key
+
+
+class _RankWriter:
+    """One ``<k>best_recog`` directory being written, each block's rows added to its files; ``scores`` and
+    ``token`` are removed at the end where every row was the default (no hypothesis had a value for it)."""
+
+    FILES = ("text", "score", "scores", "token")
+
+    def __init__(self, directory: Path, output: str | Path) -> None:
+        directory.mkdir()
+        self.directory, self.output, self.lines = directory, output, 0
+        self.held = dict.fromkeys(self.FILES, False)
+
+    def write(self, rows: list[tuple[Utterance, Hypothesis]], target: Target) -> None:
+        files: dict[str, list[tuple[str, str | None]]] = {name: [] for name in self.FILES}
+        for utt, hyp in rows:
+            rest = {c: _value(target, hyp, c) for c in target.others(utt, hyp)}
+            files["text"].append((utt.id, hyp.text))
+            files["score"].append((utt.id, _value(target, hyp, target.overall(utt, hyp))))
+            files["scores"].append((utt.id, value_text(rest) if rest else None))
+            files["token"].append((utt.id, hyp.tokens))
+        for name, found in files.items():
+            self.held[name] = self.held[name] or any(value is not None for _, value in found)
+            default = "{}" if name == "scores" else ""
+            with (self.directory / name).open("a", encoding="utf-8") as out:
+                out.write(id_lines(((key, default if value is None else value) for key, value in found), self.output,
+                                   self.lines + 1))
+        self.lines += len(rows)
+
+    def finish(self) -> None:
+        """Remove the files that hold only defaults."""
+        for name, held in self.held.items():
+            if not held:
+                (self.directory / name).unlink()
+
+
+def _write_1best(tmp: Path, in_order: bool) -> None:
+    """The top-level ``text``/``score``/``token`` of an ESPnet2 decode directory: those of ``1best_recog``, sorted by
+    id (copied as they are when the ids came sorted)."""
+    first = tmp / "1best_recog"
+    for name in ("text", "score", "token"):
+        source = first / name
+        if not source.is_file():
+            if name != "token":
+                (tmp / name).write_bytes(b"")
+        elif in_order:
+            shutil.copyfile(source, tmp / name)
+        else:
+            with source.open("rb") as rows:
+                lines = rows.readlines()
+            lines.sort(key=lambda line: line[: line.index(b" ")])  # UTF-8 sorts as its text does
+            (tmp / name).write_bytes(b"".join(lines))
 
 
 def _value(target: Target, hyp: Hypothesis, column: str) -> str:

@@ -2,18 +2,21 @@
 
 Scores are base-2 from fairseq 0.10 on (the output has D lines) and natural log
 before; ``log_base`` overrides the guess. Hypothesis text is the detokenized D
-text when present (the H text is kept as ``tokens``).
+text when present (the H text is kept as ``tokens``). Sentences are read in id
+order (fairseq-generate writes them in batch order), the lines of each together.
 """
 from __future__ import annotations
 
 import math
 import re
+from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, Callable, ContextManager, Iterable, Iterator
 
 from ..errors import NBestFormatError
-from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import parse_score, read_lines, text_lines
+from .common import blocks_of, line_writer, lines_between, offset_lines, parse_score, reading
 from .format import Sample
 from .target import Target
 
@@ -31,16 +34,44 @@ def detect(sample: Sample) -> bool:
     return not sample.braced and looks_like(sample.lines)
 
 
-def read(path: str | Path, log_base: str = "auto") -> NBest:
+def blocks(path: str | Path, size: int = 0, log_base: str = "auto") -> Iterator[NBest]:
+    """The list as blocks of ``size`` utterances, sentences in id order: a first pass notes where each sentence's
+    lines start (they come together; a sentence whose lines come back after another's is refused) and whether any D
+    line is there (``log_base=auto``: base 2 then, else e); the second reads the sentences in id order."""
     path = Path(path)
-    lines = read_lines(path)
-    has_d = any(line.startswith("D-") and LINE.match(line) for line in lines)
-    base = {"auto": "2" if has_d else "e", "2": "2", "e": "e"}.get(str(log_base))
+    found = _sentences(path)
+    base = {"auto": "2" if found.has_d else "e", "2": "2", "e": "e"}.get(str(log_base))
     if base is None:
         raise NBestFormatError(path, None, "log_base must be auto, 2 or e", log_base)
     factor = math.log(2) if base == "2" else 1.0
-    utts: dict[int, dict] = {}
-    for number, line in enumerate(lines, 1):
+
+    def nbest(utterances: list[Utterance]) -> NBest:
+        return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
+    with reading(path) as handle:
+        utterances = (_utterance(sid, found.lines_of(found.at[sid], handle, path), path, factor, found.has_d)
+                      for sid in sorted(found.at))
+        yield from blocks_of(utterances, size, nbest)
+
+
+@dataclass
+class _Sentences:
+    """Where each sentence of a file starts: ``at`` (id → k), the byte and line of the k-th in file order."""
+
+    at: dict[int, int] = field(default_factory=dict)
+    starts: array = field(default_factory=lambda: array("q"))
+    numbers: array = field(default_factory=lambda: array("q"))
+    has_d: bool = False
+
+    def lines_of(self, k: int, handle: BinaryIO, path: Path) -> Iterator[tuple[int, str]]:
+        """(number, line) of the lines of the k-th sentence (and of what comes between it and the next)."""
+        end = self.starts[k + 1] if k + 1 < len(self.starts) else None
+        return lines_between(handle, path, self.starts[k], end, self.numbers[k])
+
+
+def _sentences(path: Path) -> _Sentences:
+    """Where each sentence starts, the lines of a sentence together; the checks of single lines on the way."""
+    found, current, has_h = _Sentences(), None, False
+    for number, offset, line in offset_lines(path):
         match = LINE.match(line)
         if not match:
             if _SPACED.match(line):
@@ -49,62 +80,84 @@ def read(path: str | Path, log_base: str = "auto") -> NBest:
         kind, sid = match.group(1), int(match.group(2))
         if kind in _IGNORED:
             continue
-        body = line[match.end():]
-        utt = utts.setdefault(sid, {"hyps": [], "ref": None, "meta": {}, "origin": f"{path}:{number}"})
+        if kind not in "STHDP":
+            raise NBestFormatError(path, number, "unknown line type", line)
+        if sid != current:
+            if sid in found.at:
+                raise NBestFormatError(path, number, "sentence id appears in two separate blocks", sid)
+            found.at[sid] = len(found.starts)
+            found.starts.append(offset)
+            found.numbers.append(number)
+            current, has_h = sid, False
+        has_h = has_h or kind == "H"
+        found.has_d = found.has_d or kind == "D"
+        if kind in "DP" and not has_h:
+            raise NBestFormatError(path, number, f"{kind} line before any H line of sentence {sid}", line)
+    if not found.at:
+        raise NBestFormatError(path, None, "no fairseq H- lines found")
+    return found
+
+
+def _utterance(sid: int, lines: Iterable[tuple[int, str]], path: Path, factor: float, has_d: bool) -> Utterance:
+    """Sentence ``sid`` from its ``lines``."""
+    hyps: list[dict] = []
+    ref, meta, first = None, {}, None
+    for number, line in lines:
+        match = LINE.match(line)
+        if not match or match.group(1) in _IGNORED:
+            continue
+        kind, body = match.group(1), line[match.end():]
+        first = first or number
         if kind == "S":
-            utt["meta"]["S"] = body
+            meta["S"] = body
         elif kind == "T":
-            utt["ref"] = body
+            ref = body
         elif kind == "H":
             raw, _, text = body.partition("\t")
-            utt["hyps"].append({"raw": raw, "score": parse_score(raw, path, number) * factor, "H": text, "line": number})
-        elif kind in "DP":
-            if not utt["hyps"]:
-                raise NBestFormatError(path, number, f"{kind} line before any H line of sentence {sid}", line)
-            if kind == "D":
-                utt["hyps"][-1]["D"] = body.partition("\t")[2]
-            else:
-                utt["hyps"][-1]["P"] = body
+            hyps.append({"raw": raw, "score": parse_score(raw, path, number) * factor, "H": text, "line": number})
+        elif kind == "D":
+            hyps[-1]["D"] = body.partition("\t")[2]
         else:
-            raise NBestFormatError(path, number, "unknown line type", line)
-    if not utts:
-        raise NBestFormatError(path, None, "no fairseq H- lines found")
-    utterances = []
-    for sid in sorted(utts):
-        u = utts[sid]
-        if not u["hyps"]:
-            raise NBestFormatError(path, int(u["origin"].rsplit(":", 1)[1]), "sentence has no H line", sid)
-        hyps = []
-        for h in u["hyps"]:
-            if has_d and "D" not in h:
-                raise NBestFormatError(path, h["line"], "H line without its D line", h["H"])
-            text = h.get("D", h["H"])
-            tokens = h["H"] if "D" in h else None
-            meta = {"P": h["P"]} if "P" in h else {}
-            hyps.append(Hypothesis(text, {"score": h["score"]}, {"score": h["raw"]}, tokens, meta))
-        utterances.append(Utterance(str(sid), tuple(hyps), u["ref"], u["meta"], origin=u["origin"]))
-    return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
+            hyps[-1]["P"] = body
+    if not hyps:
+        raise NBestFormatError(path, first, "sentence has no H line", sid)
+    out = []
+    for h in hyps:
+        if has_d and "D" not in h:
+            raise NBestFormatError(path, h["line"], "H line without its D line", h["H"])
+        tokens = h["H"] if "D" in h else None
+        out.append(Hypothesis(h.get("D", h["H"]), {"score": h["score"]}, {"score": h["raw"]}, tokens,
+                              {"P": h["P"]} if "P" in h else {}))
+    return Utterance(str(sid), tuple(out), ref, meta, origin=f"{path}:{first}")
 
 
 def write(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
     """Write S/T/H/D/P lines: the overall column (:class:`Target`) as the score, in the file's log base (2 unless
     read from a natural-log fairseq file); other columns are dropped. Ids must be non-negative integers."""
-    target = Target.of(nbest, "fairseq", path, score_column)
-    base = target.meta(nbest.meta).get("log_base", "2")
+    with writer(path, nbest, score_column) as put:
+        put(nbest)
+
+
+def writer(path: str | Path, like: NBest, score_column: str | None = None
+           ) -> ContextManager[Callable[[NBest], None]]:
+    """A writer of the blocks of a list like ``like`` (see :func:`write`)."""
+    target = Target.of(like, "fairseq", path, score_column)
+    base = target.meta(like.meta).get("log_base", "2")
     factor = math.log(2) if base == "2" else 1.0
-    out = []
-    for utt in nbest:
-        sid, meta = utt.id, target.meta(utt.meta)
-        if "S" in meta:
-            out.append(f"S-{sid}\t{meta['S']}")
-        if utt.ref is not None:
-            out.append(f"T-{sid}\t{utt.ref}")
-        for hyp in utt.hyps:
-            score = target.value(utt, hyp, target.overall(utt, hyp), lambda v: v / factor)
-            tokens = hyp.tokens if hyp.tokens is not None and base == "2" else hyp.text
-            out.append(f"H-{sid}\t{score}\t{tokens}")
-            if base == "2":
-                out.append(f"D-{sid}\t{score}\t{hyp.text}")
-            if "P" in target.meta(hyp.meta):
-                out.append(f"P-{sid}\t{hyp.meta['P']}")
-    write_text(path, text_lines(out, path))
+
+    def lines(block: NBest) -> Iterator[str]:
+        for utt in block:
+            sid, meta = utt.id, target.meta(utt.meta)
+            if "S" in meta:
+                yield f"S-{sid}\t{meta['S']}"
+            if utt.ref is not None:
+                yield f"T-{sid}\t{utt.ref}"
+            for hyp in utt.hyps:
+                score = target.value(utt, hyp, target.overall(utt, hyp), lambda v: v / factor)
+                tokens = hyp.tokens if hyp.tokens is not None and base == "2" else hyp.text
+                yield f"H-{sid}\t{score}\t{tokens}"
+                if base == "2":
+                    yield f"D-{sid}\t{score}\t{hyp.text}"
+                if "P" in target.meta(hyp.meta):
+                    yield f"P-{sid}\t{hyp.meta['P']}"
+    return line_writer(path, lines)

@@ -9,15 +9,18 @@ from typing import Callable, Iterator
 
 from ..errors import NBestFormatError
 from ..types import NBest
-from .espnet import detect_espnet1, detect_espnet2, read_espnet1, read_espnet2, write_espnet1, write_espnet2
-from .fairseq import detect as detect_fairseq, read as read_fairseq, write as write_fairseq
+from .espnet import (detect_espnet1, detect_espnet2, espnet2_blocks, espnet2_writer, read_espnet1, write_espnet1,
+                     write_espnet2)
+from .fairseq import (blocks as fairseq_blocks, detect as detect_fairseq, write as write_fairseq,
+                      writer as fairseq_writer)
 from .jsonformats import (detect_jsonl, detect_mlm_scoring, detect_sockeye, jsonl_blocks, jsonl_writer, read_mlm_scoring,
-                          read_sockeye, write_jsonl, write_mlm_scoring, write_sockeye)
-from .kaldi import detect as detect_kaldi, read as read_kaldi, write as write_kaldi
-from .moses import detect as detect_moses, detect_marian, read as read_moses, write as write_moses
-from .nemo import detect as detect_nemo, read as read_nemo, write as write_nemo
-from .records import detect_hyporadise, read_fields, read_hyporadise
-from .recordwrite import write_fields, write_hyporadise
+                          sockeye_blocks, sockeye_writer, write_jsonl, write_mlm_scoring, write_sockeye)
+from .kaldi import detect as detect_kaldi, kaldi_blocks, write as write_kaldi, writer as kaldi_writer
+from .moses import (blocks as moses_blocks, detect as detect_moses, detect_marian, write as write_moses,
+                    writer as moses_writer)
+from .nemo import blocks as nemo_blocks, detect as detect_nemo, write as write_nemo, writer as nemo_writer
+from .records import detect_hyporadise, fields_blocks, hyporadise_blocks
+from .recordwrite import fields_writer, hyporadise_writer, write_fields, write_hyporadise
 from .common import LINE_BREAKS, line_id_problem
 from .format import Format
 
@@ -63,29 +66,31 @@ MOSES = dict(translation=True, base=("total",), one_document=True, line_number_i
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
              column_problem=feature_label)
 REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tries them
-    Format("espnet2", whole(read_espnet2), write_espnet2, detect=detect_espnet2, directory=True, one_best="text",
-           text_chars=LINE_BREAKS, id_problem=line_id),
-    Format("kaldi", whole(read_kaldi), write_kaldi, detect=detect_kaldi, base=(), directory=True, all_columns=True,
-           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
-    Format("hyporadise", whole(read_hyporadise), write_hyporadise, detect=detect_hyporadise, base=("am_score", "score"),
-           per_token="HyPoradise scores are per-token log-probabilities", one_document=True, holds_empty=True),
+    Format("espnet2", espnet2_blocks, write_espnet2, writer=espnet2_writer, detect=detect_espnet2, directory=True,
+           one_best="text", text_chars=LINE_BREAKS, id_problem=line_id),
+    Format("kaldi", kaldi_blocks, write_kaldi, writer=kaldi_writer, detect=detect_kaldi, base=(), directory=True,
+           all_columns=True, one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
+    Format("hyporadise", hyporadise_blocks, write_hyporadise, writer=hyporadise_writer, detect=detect_hyporadise,
+           base=("am_score", "score"), per_token="HyPoradise scores are per-token log-probabilities", one_document=True,
+           holds_empty=True),
     Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
            all_columns=True, holds_empty=True),
-    Format("sockeye", whole(read_sockeye), write_sockeye, detect=detect_sockeye, translation=True,
+    Format("sockeye", sockeye_blocks, write_sockeye, writer=sockeye_writer, detect=detect_sockeye, translation=True,
            per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
     Format("espnet1", whole(read_espnet1), write_espnet1, detect=detect_espnet1, one_best="text",
            text_words=("\u2581", "<eos>")),
     Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, detect=detect_mlm_scoring, one_document=True,
            holds_empty=True),
-    Format("marian", whole(read_moses), functools.partial(write_moses, style="marian"), detect=detect_marian, **MOSES),
-    Format("moses", whole(read_moses), write_moses, detect=detect_moses, bleu_defaults=(("lowercase", True), ("force", True)),
-           **MOSES),
-    Format("fairseq", whole(read_fairseq), write_fairseq, detect=detect_fairseq, translation=True,
+    Format("marian", moses_blocks, functools.partial(write_moses, style="marian"),
+           writer=functools.partial(moses_writer, style="marian"), detect=detect_marian, **MOSES),
+    Format("moses", moses_blocks, write_moses, writer=moses_writer, detect=detect_moses,
+           bleu_defaults=(("lowercase", True), ("force", True)), **MOSES),
+    Format("fairseq", fairseq_blocks, write_fairseq, writer=fairseq_writer, detect=detect_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
            id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("nemo", whole(read_nemo), write_nemo, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
-    Format("fields", whole(read_fields), write_fields, base=("score", "total"), holds_empty=True),
+    Format("nemo", nemo_blocks, write_nemo, writer=nemo_writer, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
+    Format("fields", fields_blocks, write_fields, writer=fields_writer, base=("score", "total"), holds_empty=True),
 )}
 
 

@@ -13,28 +13,21 @@ import contextlib
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Optional, Union
 
 import msgspec
 
 from ..errors import NBestFormatError
 from ..files import atomic_file, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
-from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, load_json,
-                    loads, value_text)
-from .common import binary_blocks, find_key, iter_lines, json_score, parse_score, read_text, require_ranks
+from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, json_lines,
+                    load_json, loads, value_text)
+from .common import binary_blocks, blocks_of, find_key, json_score, line_writer, parse_score, read_text, require_ranks
 from .format import Sample
 from .target import NATIVE_KEY, Target
 
 _HYP_KEY = re.compile(r"^hyp_(\d+)$")
 _INT_ID = re.compile(r"0|[1-9][0-9]*")
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(number, value) of each non-blank line, read one at a time."""
-    for number, line in iter_lines(path):
-        if line.strip():
-            yield number, load_json(line, path, number)
 
 
 def _number(value: Any, path: Path, line: int, column: str) -> tuple[float, str]:
@@ -201,21 +194,32 @@ def detect_sockeye(sample: Sample) -> bool:
     return sample.head is not None and ("translation" in sample.head or "translations" in sample.head)
 
 
-def read_sockeye(path: str | Path) -> NBest:
-    """Sockeye ``--output-type json`` n-best: scores are negative log-probs (lower is better) and are negated."""
+def sockeye_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
+    """Sockeye ``--output-type json`` n-best as blocks of ``size`` utterances, a line at a time: scores are negative
+    log-probs (lower is better) and are negated. Whether scores hold factors (lists) is the first line's say."""
     path = Path(path)
-    utterances, factored, seen = [], False, set()
-    for number, obj in _json_lines(path):
+    facts: dict[str, str] = {}
+
+    def nbest(utterances: list[Utterance]) -> NBest:
+        return NBest(utterances, fmt="sockeye", meta={"factored": facts.get("factored", "0")}, source=str(path))
+    yield from blocks_of(_sockeye_utterances(path, facts), size, nbest)
+
+
+def _sockeye_utterances(path: Path, facts: dict[str, str]) -> Iterator[Utterance]:
+    """The utterances of a Sockeye file, a line each; ``facts["factored"]``: whether the first line's scores are
+    lists."""
+    seen: set[str] = set()
+    for number, obj in json_lines(path):
         if not isinstance(obj, dict) or "translation" not in obj and "translations" not in obj:
             raise NBestFormatError(path, number, "expected a Sockeye object with 'translation(s)'", obj)
         texts = obj.get("translations", [obj.get("translation")])
         scores = obj.get("scores", [obj.get("score")])
         if not isinstance(texts, list) or not isinstance(scores, list) or len(texts) != len(scores):
             raise NBestFormatError(path, number, "'translations' and 'scores' differ in length", obj)
+        facts.setdefault("factored", "1" if any(isinstance(score, list) for score in scores) else "0")
         hyps = []
         for text, score in zip(texts, scores):
             factors = score if isinstance(score, list) else [score]
-            factored = factored or isinstance(score, list)
             value, raw = _number(factors[0] if factors else None, path, number, "score")
             meta = {"factors": value_text(factors[1:])} if len(factors) > 1 else {}
             if not isinstance(text, str):
@@ -227,30 +231,37 @@ def read_sockeye(path: str | Path) -> NBest:
         seen.add(sid)
         rest = {k: value_text(v) for k, v in obj.items()
                 if k not in ("sentence_id", "translation", "translations", "score", "scores")}
-        utterances.append(Utterance(sid, tuple(hyps), meta=rest, origin=f"{path}:{number}"))
-    return NBest(utterances, fmt="sockeye", meta={"factored": "1" if factored else "0"}, source=str(path))
+        yield Utterance(sid, tuple(hyps), meta=rest, origin=f"{path}:{number}")
 
 
 def write_sockeye(nbest: NBest, path: str | Path, score_column: str | None = None) -> None:
     """One JSON object per utterance; the overall column (:class:`Target`) is written as a cost (negated)."""
-    target = Target.of(nbest, "sockeye", path, score_column)
-    factored = target.meta(nbest.meta).get("factored") == "1"
-    lines = []
-    for utt in nbest:
-        scores = []
-        for h in utt.hyps:
-            cost = json_score(target.value(utt, h, target.overall(utt, h), lambda v: -v))
-            factors = [cost] + loads(target.meta(h.meta).get("factors", "[]"))
-            scores.append(factors if factored or len(factors) > 1 else cost)
-        obj: dict[str, Any] = {"sentence_id": int(utt.id) if _INT_ID.fullmatch(utt.id) else utt.id}
-        if utt.hyps:
-            obj["translation"] = utt.hyps[0].text
-            obj["score"] = scores[0]
-        obj["translations"] = [h.text for h in utt.hyps]
-        obj["scores"] = scores
-        obj.update({k: loads(v) for k, v in target.meta(utt.meta).items()})
-        lines.append(json_line(obj))
-    write_text(path, "".join(f"{line}\n" for line in lines))
+    with sockeye_writer(path, nbest, score_column) as write:
+        write(nbest)
+
+
+def sockeye_writer(path: str | Path, like: NBest, score_column: str | None = None
+                   ) -> ContextManager[Callable[[NBest], None]]:
+    """A writer of the blocks of a list like ``like`` (see :func:`write_sockeye`)."""
+    target = Target.of(like, "sockeye", path, score_column)
+    factored = target.meta(like.meta).get("factored") == "1"
+
+    def lines(block: NBest) -> Iterator[str]:
+        for utt in block:
+            scores = []
+            for h in utt.hyps:
+                cost = json_score(target.value(utt, h, target.overall(utt, h), lambda v: -v))
+                factors = [cost] + loads(target.meta(h.meta).get("factors", "[]"))
+                scores.append(factors if factored or len(factors) > 1 else cost)
+            obj: dict[str, Any] = {"sentence_id": int(utt.id) if _INT_ID.fullmatch(utt.id) else utt.id}
+            if utt.hyps:
+                obj["translation"] = utt.hyps[0].text
+                obj["score"] = scores[0]
+            obj["translations"] = [h.text for h in utt.hyps]
+            obj["scores"] = scores
+            obj.update({k: loads(v) for k, v in target.meta(utt.meta).items()})
+            yield json_line(obj)
+    return line_writer(path, lines)
 
 
 # ---------------------------------------------------------------- awslabs/mlm-scoring

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
 
 from ..errors import NBestFormatError
-from ..files import write_text
 from ..types import Hypothesis, NBest, Utterance
-from .common import parse_score, read_lines, text_lines
+from .common import blocks_of, iter_lines, line_writer, parse_score
 from .format import Sample
 from .target import Target
 
@@ -87,41 +87,62 @@ def _features(field: str, path: Path, number: int) -> tuple[dict[str, float], di
     return values, raw, style
 
 
-def read(path: str | Path) -> NBest:
+def blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
+    """The list as blocks of ``size`` utterances, read a line at a time. The first line says what the list is: Moses
+    or Marian (fields before the features, ``F0``-style labels), and its label style (later lines with features
+    must share it)."""
     path = Path(path)
-    utterances: list[Utterance] = []
+    facts: dict[str, str] = {}
+
+    def nbest(utterances: list[Utterance]) -> NBest:
+        return NBest(utterances, fmt=facts.get("fmt", "moses"), meta={"labels": facts.get("labels", "none")},
+                     source=str(path))
+    yield from blocks_of(_utterances(path, facts), size, nbest)
+
+
+def _utterances(path: Path, facts: dict[str, str]) -> Iterator[Utterance]:
+    """The utterances of a Moses/Marian file, the lines of each together (an id that comes back is refused);
+    ``facts``: the list's format and label style, from its first line."""
     seen: set[str] = set()
-    current: tuple[str, list[Hypothesis], str] | None = None
-    styles = set()
-    marian = False
-    for number, line in enumerate(read_lines(path), 1):
+    sid, hyps, origin, blank = "", [], "", None
+    for number, line in iter_lines(path):
         if not line.strip():
-            raise NBestFormatError(path, number, "blank line")
-        sid, text, before, feats, total, after = _split_fields(line, path, number)
-        values, raw, style = _features(feats, path, number)
-        if values:  # an empty feature field has no label style
-            styles.add(style)
-        marian = marian or bool(before) or any(re.fullmatch(r"F\d+", k) for k in values)
-        values["total"] = parse_score(total, path, number, "total")
-        raw["total"] = total
-        meta = {}
-        if before:
-            meta["before"] = f" {SEP} ".join(before)
-        if after:
-            meta["after"] = f" {SEP} ".join(after)
-        hyp = Hypothesis(text, values, raw, meta=meta)
-        if current is None or current[0] != sid:
-            if sid in seen:
-                raise NBestFormatError(path, number, "sentence id appears in two separate blocks", sid)
-            seen.add(sid)
-            current = (sid, [], f"{path}:{number}")
-            utterances.append(current)  # type: ignore[arg-type]
-        current[1].append(hyp)
-    if len(styles) > 1:
-        raise NBestFormatError(path, None, "mixed feature label styles", sorted(styles))
-    style = styles.pop() if styles else "none"
-    utts = [Utterance(sid, tuple(hyps), origin=origin) for sid, hyps, origin in utterances]  # type: ignore[misc]
-    return NBest(utts, fmt="marian" if marian else "moses", meta={"labels": style}, source=str(path))
+            if hyps:
+                raise NBestFormatError(path, number, "blank line")
+            blank = blank or number  # blank lines alone are an empty file
+            continue
+        if blank:
+            raise NBestFormatError(path, blank, "blank line")
+        found, hyp, style = _hypothesis(line, path, number)
+        if not facts:
+            marian = "before" in hyp.meta or any(re.fullmatch(r"F\d+", k) for k in hyp.scores)
+            facts.update(fmt="marian" if marian else "moses", labels=style)
+        elif len(hyp.scores) > 1 and style != facts["labels"]:  # an empty feature field has no label style
+            raise NBestFormatError(path, number, "mixed feature label styles", sorted({style, facts["labels"]}))
+        if found != sid or not hyps:
+            if hyps:
+                yield Utterance(sid, tuple(hyps), origin=origin)
+            if found in seen:
+                raise NBestFormatError(path, number, "sentence id appears in two separate blocks", found)
+            seen.add(found)
+            sid, hyps, origin = found, [], f"{path}:{number}"
+        hyps.append(hyp)
+    if hyps:
+        yield Utterance(sid, tuple(hyps), origin=origin)
+
+
+def _hypothesis(line: str, path: Path, number: int) -> tuple[str, Hypothesis, str]:
+    """The sentence id, hypothesis and label style of line ``number``."""
+    sid, text, before, feats, total, after = _split_fields(line, path, number)
+    values, raw, style = _features(feats, path, number)
+    values["total"] = parse_score(total, path, number, "total")
+    raw["total"] = total
+    meta = {}
+    if before:
+        meta["before"] = f" {SEP} ".join(before)
+    if after:
+        meta["after"] = f" {SEP} ".join(after)
+    return sid, Hypothesis(text, values, raw, meta=meta), style
 
 
 def _groups(columns: dict[str, str]) -> list[tuple[str, list[str]]]:
@@ -159,21 +180,36 @@ def _unlabelled(rows: list[dict[str, str]]) -> bool:
 def write(nbest: NBest, path: str | Path, style: str = "moses", score_column: str | None = None) -> None:
     """Write ``id ||| text ||| features ||| total``: the overall column (:class:`Target`; ``total`` first) is the
     total, every other column a labelled feature; ``style="marian"`` glues single values (``F0=-3.1``)."""
-    target = Target.of(nbest, style, path, score_column, overall_name="total")
-    rows = []
-    for utt in nbest:
-        for hyp in utt.hyps:
-            total = target.value(utt, hyp, target.overall(utt, hyp))
-            features = {c: target.value(utt, hyp, c) for c in target.others(utt, hyp)}
-            rows.append((utt.id, hyp, features, total))
-    labels = target.meta(nbest.meta).get("labels", "equals")
-    if labels == "none" and not _unlabelled([features for _, _, features, _ in rows]):
-        labels = "equals"
-    lines = []
-    for sid, hyp, features, total in rows:
-        meta = target.meta(hyp.meta)
-        fields = [sid, hyp.text, *([meta["before"]] if "before" in meta else [])]
-        fields += [_feature_field(features, labels, glued=style == "marian"), total]
-        fields += [meta["after"]] if "after" in meta else []
-        lines.append(f" {SEP} ".join(fields))
-    write_text(path, text_lines(lines, path))
+    with writer(path, nbest, style, score_column) as put:
+        put(nbest)
+
+
+def writer(path: str | Path, like: NBest, style: str = "moses", score_column: str | None = None
+           ) -> ContextManager[Callable[[NBest], None]]:
+    """A writer of the blocks of a list like ``like`` (see :func:`write`). Features are written unlabelled only where
+    the list was read so and the first block's are ``f_0, f_1, …``; a later block whose features are not is
+    refused."""
+    target = Target.of(like, style, path, score_column, overall_name="total")
+    state: dict[str, Any] = {"labels": target.meta(like.meta).get("labels", "equals"), "written": False}
+
+    def lines(block: NBest) -> Iterator[str]:
+        rows = []
+        for utt in block:
+            for hyp in utt.hyps:
+                total = target.value(utt, hyp, target.overall(utt, hyp))
+                features = {c: target.value(utt, hyp, c) for c in target.others(utt, hyp)}
+                rows.append((utt, hyp, features, total))
+        named = next((row for row in rows if not _unlabelled([row[2]])), None)
+        if state["labels"] == "none" and named is not None:
+            if state["written"]:
+                raise NBestFormatError(path, None, f"the features of {named[0].id!r} have names, but the lines "
+                                       "before them were written without", sorted(named[2]))
+            state["labels"] = "equals"
+        state["written"] = state["written"] or bool(rows)
+        for utt, hyp, features, total in rows:
+            meta = target.meta(hyp.meta)
+            fields = [utt.id, hyp.text, *([meta["before"]] if "before" in meta else [])]
+            fields += [_feature_field(features, state["labels"], glued=style == "marian"), total]
+            fields += [meta["after"]] if "after" in meta else []
+            yield f" {SEP} ".join(fields)
+    return line_writer(path, lines)

@@ -9,22 +9,26 @@ A :class:`Fields` mapping says which field holds the id, the hypotheses, the ref
 
 HyPoradise (``fmt=hyporadise``) is the first kind in a JSON list: ``input`` (hypotheses), ``output`` (reference),
 optional ``am_score`` and ``id``; ``am_score`` and every other field holding a list of numbers as long as ``input``
-(``score``, …) is a column under its own name. Fields the mapping does not name (HyPoradise's ``instruction``, …)
-are kept and written back in place; so is the file's JSON layout (indentation, ASCII escapes).
+(``score``, …) is a column under its own name, from the record where it first does so on (a field that some record
+before held otherwise is refused there, as it would be as a score field). Fields the mapping does not name
+(HyPoradise's ``instruction``, …) are kept and written back in place; so is the file's JSON layout (indentation,
+ASCII escapes).
+
+Records are read one at a time (a JSON list item by item): one record per hypothesis needs the records of each
+utterance together, and its ranks start where the first utterance's do (0 or 1).
 """
 from __future__ import annotations
 
 import csv
-import io
-import json
+import re
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
-from .codec import DecodeError, json_line, load_json, loads, value_text
-from .common import is_number_text, parse_score, read_text, split_lines
+from .codec import CHUNK, json_items, json_line, json_lines, load_json, value_text
+from .common import binary_chunks, blocks_of, csv_lines, head_line, is_number_text, parse_score
 from .format import Sample
 
 CONTAINERS = ("auto", "json", "jsonl", "csv", "tsv")
@@ -72,70 +76,65 @@ class Fields:
 HYPORADISE = Fields(hyps="input", ref="output", id="id", scores=("am_score",), container="json")
 
 
-def container_of(path: Path, given: str, text: str | None = None) -> str:
-    """The file kind: as given, else by suffix, else by content (``[`` JSON, ``{`` JSONL, a tab TSV, else CSV)."""
+def container_of(path: Path, given: str) -> str:
+    """The file kind: as given, else by suffix, else by content (``[`` JSON, ``{`` JSONL, a tab TSV, else CSV; only
+    the lines up to the first that is not blank are read)."""
     if given != "auto":
         return given
     if path.suffix.lower() in SUFFIXES:
         return SUFFIXES[path.suffix.lower()]
-    head = (text or "").lstrip()[:1]
-    first = (text or "").split("\n", 1)[0]
-    return {"[": "json", "{": "jsonl"}.get(head) or ("tsv" if "\t" in first else "csv")
+    first, head = head_line(path)
+    return {"[": "json", "{": "jsonl"}.get(head.lstrip()[:1]) or ("tsv" if "\t" in first else "csv")
 
 
-def json_layout(text: str) -> dict[str, Any]:
-    """How a JSON file was written (``indent``, ``ascii``, final newline), to write it back the same way."""
-    lines = split_lines(text)
-    indented = next((line for line in lines[1:] if line.strip()), "")
-    indent = len(indented) - len(indented.lstrip(" ")) if len(lines) > 1 else None
-    return {"indent": indent or None, "ascii": "\\u" in text and text.isascii(), "newline": text.endswith("\n")}
+_INDENTED = re.compile(rb"\n( *)[ \t\r]*[^ \t\r\n]")  # a line after the first that is not blank, and its indent
 
 
-def json_records(text: str, path: Path) -> Iterator[tuple[int, Any]]:
-    """(line, record) of a JSON list, each at the line its value starts on."""
-    load_json(text, path)  # the whole document first: syntax errors and duplicate keys with their line
-    decoder = json.JSONDecoder()
-    at = len(text) - len(text.lstrip())
-    if text[at : at + 1] != "[":
-        raise NBestFormatError(path, text.count("\n", 0, at) + 1, "expected a JSON list of records", text[at : at + 40])
-    at += 1
-    while True:
-        while text[at].isspace() or text[at] == ",":
-            at += 1
-        if text[at] == "]":
-            return
-        value, end = decoder.raw_decode(text, at)
-        yield text.count("\n", 0, at) + 1, value
-        at = end
+def json_layout(path: Path) -> dict[str, Any]:
+    """How a JSON file was written (``indent``, ``ascii``, final newline), to write it back the same way: found in one
+    pass over its bytes (the indent of the first line after the first that is not blank; ASCII throughout, with
+    ``\\u`` escapes; whether it ends with a newline)."""
+    indent, ascii_only, escapes, last, carried = None, True, False, b"", b""
+    for chunk in binary_chunks(path, CHUNK):
+        if indent is None:
+            data = carried + chunk
+            match = _INDENTED.search(data)
+            indent = len(match.group(1)) if match else None
+            carried = data[data.rfind(b"\n"):] if match is None and b"\n" in data else b""  # a blank line start
+        ascii_only = ascii_only and chunk.isascii()
+        escapes = escapes or b"\\u" in last[-1:] + chunk
+        last = chunk
+    return {"indent": indent or None, "ascii": escapes and ascii_only, "newline": last.endswith(b"\n")}
 
 
-def table_records(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line, row) of a CSV/TSV file with a header line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+def table_records(path: Path, delimiter: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The header of a CSV/TSV file, and (line, row) of each row after it, read one at a time."""
+    reader = csv.reader(csv_lines(path), delimiter=delimiter)
     header = next(reader, None) or []
     if len(set(header)) != len(header) or not all(header):
         raise NBestFormatError(path, 1, "header has an empty or repeated column name", header)
-    line = reader.line_num + 1
-    for row in reader:
-        if row:
-            if len(row) != len(header):
-                raise NBestFormatError(path, line, f"{len(row)} fields for {len(header)} columns", row)
-            yield line, dict(zip(header, row))
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
         line = reader.line_num + 1
+        for row in reader:
+            if row:
+                if len(row) != len(header):
+                    raise NBestFormatError(path, line, f"{len(row)} fields for {len(header)} columns", row)
+                yield line, dict(zip(header, row))
+            line = reader.line_num + 1
+    return header, rows()
 
 
-def load_records(path: Path, container: str) -> tuple[str, list[tuple[int, Any]], dict[str, Any]]:
-    """The file's records with their lines, its container and what writing it back needs (layout, header)."""
-    text = read_text(path)
-    container = container_of(path, container, text)
+def record_stream(path: Path, container: str) -> tuple[str, Iterator[tuple[int, Any]], dict[str, Any]]:
+    """The file's container, its records with their lines (read one at a time) and what writing it back needs
+    (layout, header)."""
+    container = container_of(path, container)
     if container == "json":
-        return container, list(json_records(text, path)), json_layout(text)
+        return container, json_items(path, "a JSON list of records"), json_layout(path)
     if container == "jsonl":
-        rows = [(n, load_json(line, path, n)) for n, line in enumerate(split_lines(text), 1) if line.strip()]
-        return container, rows, {}
-    delimiter = "\t" if container == "tsv" else ","
-    rows = list(table_records(text, path, delimiter))
-    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+        return container, json_lines(path), {}
+    head_line(path)  # a file of blank lines is refused as empty, not for its header
+    header, rows = table_records(path, "\t" if container == "tsv" else ",")
     return container, rows, {"header": header}
 
 
@@ -174,6 +173,20 @@ def skeleton(record: Mapping[str, Any], spec: Fields) -> str:
     return json_line({k: None if k in mapped else v for k, v in record.items()})
 
 
+def score_cells(record: Mapping[str, Any], name: str, count: int, path: Path, line: int
+                ) -> list[tuple[float, str] | None] | None:
+    """Score field ``name`` of a record of ``count`` hypotheses, a cell each; None where the record has none."""
+    values = record.get(name)
+    if isinstance(values, str) and values.lstrip().startswith("["):  # a CSV cell holding a JSON list
+        values = load_json(values, path, line)
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != count:
+        raise NBestFormatError(path, line, f"score field {name!r} must be a list of {count} numbers, one "
+                               f"per hypothesis", values)
+    return [score(v, path, line, name) for v in values]
+
+
 def utterance_of(record: Any, index: int, spec: Fields, path: Path, line: int) -> Utterance:
     """One record per utterance → an Utterance."""
     if not isinstance(record, dict):
@@ -184,108 +197,142 @@ def utterance_of(record: Any, index: int, spec: Fields, path: Path, line: int) -
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise NBestFormatError(path, line, f"field {spec.hyps!r} must be a list of hypothesis strings "
                                "(one record per hypothesis: set fields.rank)", texts)
-    columns: dict[str, list] = {}
-    for name in spec.scores:
-        values = record.get(name)
-        if isinstance(values, str) and values.lstrip().startswith("["):
-            values = load_json(values, path, line)
-        if values is None:
-            continue
-        if not isinstance(values, list) or len(values) != len(texts):
-            raise NBestFormatError(path, line, f"score field {name!r} must be a list of {len(texts)} numbers, one "
-                                   f"per hypothesis", values)
-        columns[name] = [score(v, path, line, name) for v in values]
+    columns = {name: cells for name in spec.scores
+               if (cells := score_cells(record, name, len(texts), path, line)) is not None}
     hyps = []
     for k, text in enumerate(texts):
-        cells = {name: values[k] for name, values in columns.items() if values[k] is not None}
-        hyps.append(Hypothesis(text, {n: c[0] for n, c in cells.items()}, {n: c[1] for n, c in cells.items()}))
+        found = {name: values[k] for name, values in columns.items() if values[k] is not None}
+        hyps.append(Hypothesis(text, {n: c[0] for n, c in found.items()}, {n: c[1] for n, c in found.items()}))
     ref = text_field(record, spec.ref, path, line, "reference")
     uid = record_id(record, spec, index, path, line)
     return Utterance(uid, tuple(hyps), ref, {SKELETON: skeleton(record, spec)}, origin=f"{path}:{line}")
 
 
-def grouped_utterances(rows: list[tuple[int, Any]], spec: Fields, path: Path) -> tuple[list[Utterance], int]:
-    """One record per hypothesis → Utterances in order of first appearance, and the rank base (0 or 1)."""
-    groups: dict[str, list[tuple[int, int, Mapping[str, Any]]]] = {}
+def record_utterances(rows: Iterable[tuple[int, Any]], spec: Fields, path: Path, facts: dict[str, Any],
+                      discover: bool) -> Iterator[Utterance]:
+    """One record per utterance → Utterances. With ``discover``, a field no mapping names becomes a score field at
+    the first record where it holds a list of numbers one per hypothesis (``facts["fields"]``: the mapping after the
+    first record); where an earlier record held it otherwise, the error that record would have given is raised."""
+    found, refused = dict.fromkeys(spec.scores), {}
+    named = {spec.hyps, spec.ref, spec.id, spec.rank}
+    current = spec
+    for index, (line, record) in enumerate(rows):
+        new = [key for key in score_lists_of(record, spec) if key not in found] if discover else []
+        for key in new:
+            if key in refused:
+                raise refused[key]
+        if new:
+            found.update(dict.fromkeys(new))
+            current = replace(spec, scores=tuple(found))
+        facts.setdefault("fields", current)
+        utt = utterance_of(record, index, current, path, line)
+        for key in record if discover else ():
+            if key not in named and key not in found and key not in refused:
+                try:
+                    score_cells(record, key, len(utt.hyps), path, line)
+                except NBestFormatError as err:
+                    refused[key] = err
+        yield utt
+
+
+def grouped_utterances(rows: Iterable[tuple[int, Any]], spec: Fields, path: Path,
+                       facts: dict[str, Any]) -> Iterator[Utterance]:
+    """One record per hypothesis → Utterances, each from the records of one id, which come together (one that comes
+    back after other ids is refused); ``facts["rank_base"]``: the first utterance's lowest rank (0 or 1)."""
+    uid, group, done = "", [], set()
     for line, row in rows:
         if not isinstance(row, dict):
             raise NBestFormatError(path, line, "record is not an object", row)
         if row.get(spec.id) in (None, ""):
             raise NBestFormatError(path, line, f"record has no id in field {spec.id!r}; its fields are", row)
-        uid = record_id(row, spec, -1, path, line)
+        found = record_id(row, spec, -1, path, line)
         rank = row.get(spec.rank)
         if isinstance(rank, str) and rank.strip().lstrip("-").isdigit():
             rank = int(rank)
         if isinstance(rank, bool) or not isinstance(rank, int):
             raise NBestFormatError(path, line, f"rank field {spec.rank!r} is not an integer", rank)
-        groups.setdefault(uid, []).append((rank, line, row))
-    base = min((r for group in groups.values() for r, _, _ in group), default=1)
-    utterances = []
-    for uid, group in groups.items():
-        group.sort(key=lambda item: item[0])
-        if base not in (0, 1) or [r for r, _, _ in group] != list(range(base, base + len(group))):
-            raise NBestFormatError(path, group[0][1], f"ranks of utterance {uid!r} are not {base}, {base + 1}, … "
-                                   "each once", [r for r, _, _ in group])
-        refs = {text_field(row, spec.ref, path, line, "reference") for _, line, row in group}
-        if len(refs) > 1:
-            raise NBestFormatError(path, group[-1][1], f"utterance {uid!r} has different references", sorted(map(str, refs)))
-        hyps = []
-        for _, line, row in group:
-            text = text_field(row, spec.hyps, path, line, "hypothesis", required=True)
-            cells = {n: c for n in spec.scores if (c := score(row.get(n), path, line, n)) is not None}
-            hyps.append(Hypothesis(text, {n: c[0] for n, c in cells.items()}, {n: c[1] for n, c in cells.items()},
-                                   meta={SKELETON: skeleton(row, spec)}))
-        utterances.append(Utterance(uid, tuple(hyps), refs.pop(), origin=f"{path}:{group[0][1]}"))
-    return utterances, base
+        if group and found != uid:
+            yield grouped(uid, group, spec, path, facts)
+            group = []
+            done.add(uid)
+        if found in done:
+            raise NBestFormatError(path, line, "records of this utterance come back after other utterances'; one "
+                                   "record per hypothesis needs each utterance's records together", found)
+        uid = found
+        group.append((rank, line, row))
+    if group:
+        yield grouped(uid, group, spec, path, facts)
 
 
-def read_fields(path: str | Path, fields: Mapping[str, Any] | Fields | None = None, fmt: str = "fields") -> NBest:
-    """Read ``path`` through the field mapping ``fields`` (module docstring)."""
-    path = Path(path)
-    spec = Fields.of(fields)
-    return records_nbest(path, spec, *load_records(path, spec.container), fmt)
+def grouped(uid: str, group: list[tuple[int, int, Mapping[str, Any]]], spec: Fields, path: Path,
+            facts: dict[str, Any]) -> Utterance:
+    """The utterance of the records ``group`` ((rank, line, record) each) of id ``uid``."""
+    group.sort(key=lambda item: item[0])
+    base = facts.setdefault("rank_base", group[0][0])
+    if base not in (0, 1) or [r for r, _, _ in group] != list(range(base, base + len(group))):
+        raise NBestFormatError(path, group[0][1], f"ranks of utterance {uid!r} are not {base}, {base + 1}, … "
+                               "each once", [r for r, _, _ in group])
+    refs = {text_field(row, spec.ref, path, line, "reference") for _, line, row in group}
+    if len(refs) > 1:
+        raise NBestFormatError(path, group[-1][1], f"utterance {uid!r} has different references",
+                               sorted(map(str, refs)))
+    hyps = []
+    for _, line, row in group:
+        text = text_field(row, spec.hyps, path, line, "hypothesis", required=True)
+        cells = {n: c for n in spec.scores if (c := score(row.get(n), path, line, n)) is not None}
+        hyps.append(Hypothesis(text, {n: c[0] for n, c in cells.items()}, {n: c[1] for n, c in cells.items()},
+                               meta={SKELETON: skeleton(row, spec)}))
+    return Utterance(uid, tuple(hyps), refs.pop(), origin=f"{path}:{group[0][1]}")
 
 
-def records_nbest(path: Path, spec: Fields, container: str, rows: list[tuple[int, Any]], layout: dict[str, Any],
-                  fmt: str) -> NBest:
-    """The N-best list of the records ``rows`` of ``path``, read through ``spec``."""
-    if spec.rank is None:
-        utterances, base = [utterance_of(record, k, spec, path, line) for k, (line, record) in enumerate(rows)], 1
-    else:
-        utterances, base = grouped_utterances(rows, spec, path)
-    if container in ("csv", "tsv"):  # an empty cell is no reference
-        utterances = [replace(u, ref=None) if u.ref == "" else u for u in utterances]
-    seen: dict[str, str] = {}
+def distinct(utterances: Iterable[Utterance], path: Path, container: str) -> Iterator[Utterance]:
+    """``utterances``, each id once (a second is refused, naming where the first was read); an empty CSV cell is no
+    reference."""
+    seen: dict[str, int] = {}
     for utt in utterances:
+        line = int(utt.origin.rpartition(":")[2])
         if utt.id in seen:
-            raise NBestFormatError(path, int(utt.origin.rpartition(":")[2]), f"duplicate utterance id (first at "
-                                   f"{seen[utt.id]})", utt.id)
-        seen[utt.id] = utt.origin
-    meta = {"fields": spec.dumps(), "container": container, "layout": value_text(layout),
-            "rank_base": str(base)}
-    return NBest(utterances, fmt=fmt, meta=meta, source=str(path))
+            raise NBestFormatError(path, line, f"duplicate utterance id (first at {path}:{seen[utt.id]})", utt.id)
+        seen[utt.id] = line
+        yield replace(utt, ref=None) if utt.ref == "" and container in ("csv", "tsv") else utt
 
 
-def read_hyporadise(path: str | Path) -> NBest:
-    """HyPoradise JSON: a list of ``{"input": [hypotheses], "output": reference, "am_score"?: [...], "id"?: ...}``;
-    every list of numbers beside ``input`` is a column (:func:`score_lists`)."""
-    path = Path(path)
-    container, rows, layout = load_records(path, HYPORADISE.container)
-    spec = replace(HYPORADISE, scores=score_lists(rows, HYPORADISE))
-    return records_nbest(path, spec, container, rows, layout, "hyporadise")
+def fields_blocks(path: str | Path, size: int = 0, fields: Mapping[str, Any] | Fields | None = None,
+                  fmt: str = "fields") -> Iterator[NBest]:
+    """The list in ``path``, read through the field mapping ``fields`` (module docstring), as blocks of ``size``
+    utterances."""
+    return records_blocks(Path(path), Fields.of(fields), size, fmt)
 
 
-def score_lists(rows: list[tuple[int, Any]], spec: Fields) -> tuple[str, ...]:
-    """``spec.scores``, then every field no mapping names that holds, in some record, a list of numbers (or nulls)
-    one per hypothesis, in order of first appearance: no per-hypothesis score is left behind."""
+def hyporadise_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
+    """HyPoradise JSON: a list of ``{"input": [hypotheses], "output": reference, "am_score"?: [...], "id"?: ...}``,
+    every list of numbers beside ``input`` a column (module docstring), as blocks of ``size`` utterances."""
+    return records_blocks(Path(path), HYPORADISE, size, "hyporadise", discover=True)
+
+
+def records_blocks(path: Path, spec: Fields, size: int, fmt: str, discover: bool = False) -> Iterator[NBest]:
+    """The N-best list of the records of ``path``, read one at a time through ``spec``, as blocks."""
+    container, rows, layout = record_stream(path, spec.container)
+    facts: dict[str, Any] = {}
+    if spec.rank is None:
+        utterances = record_utterances(rows, spec, path, facts, discover)
+    else:
+        utterances = grouped_utterances(rows, spec, path, facts)
+
+    def nbest(chunk: list[Utterance]) -> NBest:
+        meta = {"fields": facts.get("fields", spec).dumps(), "container": container, "layout": value_text(layout),
+                "rank_base": str(facts.get("rank_base", 1))}
+        return NBest(chunk, fmt=fmt, meta=meta, source=str(path))
+    yield from blocks_of(distinct(utterances, path, container), size, nbest)
+
+
+def score_lists_of(record: Any, spec: Fields) -> list[str]:
+    """The fields of ``record`` no mapping names that hold a list of numbers (or nulls), one per hypothesis."""
+    hyps = record.get(spec.hyps) if isinstance(record, dict) else None
+    if not isinstance(hyps, list) or not hyps:
+        return []
     named = {spec.hyps, spec.ref, spec.id, spec.rank}
-    found = dict.fromkeys(spec.scores)
-    for _, record in rows:
-        hyps = record.get(spec.hyps) if isinstance(record, dict) else None
-        if isinstance(hyps, list) and hyps:
-            found.update(dict.fromkeys(key for key, value in record.items()
-                                       if key not in named and _is_score_list(value, len(hyps))))
-    return tuple(found)
+    return [key for key, value in record.items() if key not in named and _is_score_list(value, len(hyps))]
 
 
 def _is_score_list(value: Any, length: int) -> bool:
@@ -300,22 +347,20 @@ def _is_number(item: Any) -> bool:
     return isinstance(item, (int, float)) and not isinstance(item, bool)
 
 
-def looks_like_hyporadise(text: str) -> bool:
-    """A JSON list whose first record has an ``input`` list of strings (``output``, the reference, is optional:
-    output to re-rank has none)."""
-    try:
-        doc = loads(text)
-    except DecodeError:
+def detect_hyporadise(sample: Sample) -> bool:
+    """A JSON list whose first record has an ``input`` list of strings (``output``, the reference, is optional: output
+    to re-rank has none); only that record is read."""
+    if not sample.first.lstrip().startswith("["):
         return False
-    first = doc[0] if isinstance(doc, list) and doc else None
-    hyps = first.get("input") if isinstance(first, dict) else None
+    items = json_items(sample.path)
+    try:
+        first = next(items, None)
+    except NBestFormatError:
+        return False
+    finally:
+        items.close()
+    hyps = first[1].get("input") if first is not None and isinstance(first[1], dict) else None
     return isinstance(hyps, list) and all(isinstance(h, str) for h in hyps)
 
 
-def detect_hyporadise(sample: Sample) -> bool:
-    """A file opening with ``[`` that :func:`looks_like_hyporadise` (read whole: a JSON list is one value)."""
-    return sample.first.lstrip().startswith("[") and looks_like_hyporadise(sample.text)
-
-
-__all__ = ["HYPORADISE", "SKELETON", "Fields", "detect_hyporadise", "looks_like_hyporadise", "read_fields",
-           "read_hyporadise"]
+__all__ = ["HYPORADISE", "SKELETON", "Fields", "detect_hyporadise", "fields_blocks", "hyporadise_blocks"]

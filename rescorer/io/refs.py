@@ -77,7 +77,17 @@ def has_ids(lines: list[str], ids: set[str]) -> bool:
 
 
 def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
-    """Give every utterance its reference; unmatched hypotheses or references are errors.
+    """Give every utterance its reference; unmatched hypotheses or references are errors (see :class:`References`).
+    """
+    refs = References.read(path, fmt, nbest)
+    attached = refs.attach(nbest)
+    refs.finish(nbest.source)
+    return attached
+
+
+class References:
+    """A reference file read once and given to a list's utterances block by block; what is left over at the end
+    is an error (:meth:`finish`).
 
     References with ids (``.trn``, Kaldi ``text``: any file whose lines start with utterance ids, :func:`has_ids`)
     attach by id, a reference id also answering to its ``-``-suffixes (:func:`reference_keys`). Plain reference
@@ -85,20 +95,60 @@ def attach_refs(nbest: NBest, path: str | Path, fmt: str = "auto") -> NBest:
     0-based input line numbers: line *i* (0-based) is the reference of sentence id *i*, whatever the order
     of the sentences in the n-best file.
     """
-    path = Path(path)
-    ids = [u.id for u in nbest]
-    fmt, rows = read_refs(path, fmt, set(ids))
-    keyed = [(rid, text, line) for rid, text, line in rows if rid is not None]
-    if len(keyed) < len(rows):
-        if len(rows) != len(ids):
-            raise NBestFormatError(path, None, f"{len(rows)} references for {len(ids)} utterances in {nbest.source}")
-        refs = [text for _, text, _ in rows]
-        if facts(native_format(nbest)).line_number_ids:
-            refs = [_line_of(nbest, utt, path, refs) for utt in nbest]
-    else:
-        refs = _match_ids(nbest, path, keyed)
-    utterances = [replace(u, ref=ref) for u, ref in zip(nbest, refs)]
-    return replace(nbest.with_utterances(utterances), references=str(path))
+
+    def __init__(self, path: Path, rows: list[tuple[str | None, str, int]], line_ids: bool):
+        self.path, self.line_ids, self.given = path, line_ids, 0
+        self.lines = [text for _, text, _ in rows] if any(rid is None for rid, _, _ in rows) else None
+        self.by_id: dict[str, tuple[str, int]] = {}
+        for rid, text, line in rows if self.lines is None else ():
+            if rid in self.by_id:
+                raise NBestFormatError(path, line, "duplicate reference id", rid)
+            self.by_id[rid] = (text, line)  # type: ignore[index]
+        self.suffixes: dict[str, str | None] = {}
+        for rid in self.by_id:
+            for suffix in reference_keys(rid)[1:]:
+                self.suffixes[suffix] = None if suffix in self.suffixes and self.suffixes[suffix] != rid else rid
+        self.used: set[str] = set()
+
+    @classmethod
+    def read(cls, path: str | Path, fmt: str, first: NBest) -> "References":
+        """The references of ``path`` for a list whose first block is ``first`` (its ids decide between Kaldi
+        ``text`` and plain lines; its format whether plain lines go by sentence id)."""
+        path = Path(path)
+        _, rows = read_refs(path, fmt, {u.id for u in first})
+        return cls(path, rows, facts(native_format(first)).line_number_ids)
+
+    def attach(self, block: NBest) -> NBest:
+        """``block`` (the next utterances of the list) with the references of its utterances."""
+        refs = [self._ref(block, utt, self.given + k) for k, utt in enumerate(block)]
+        self.given += len(block)
+        return replace(block.with_utterances([replace(u, ref=ref) for u, ref in zip(block, refs)]),
+                       references=str(self.path))
+
+    def _ref(self, block: NBest, utt: Utterance, position: int) -> str:
+        """The reference of ``utt``, the list's utterance number ``position`` (0-based)."""
+        if self.lines is not None and self.line_ids:
+            return _line_of(block, utt, self.path, self.lines)
+        if self.lines is not None:
+            if position >= len(self.lines):
+                raise NBestFormatError(self.path, None, f"{len(self.lines)} references for more utterances in "
+                                       f"{block.source}")
+            return self.lines[position]
+        rid = utt.id if utt.id in self.by_id else self.suffixes.get(utt.id)
+        if rid is None or rid in self.used:
+            raise NBestFormatError(*_where(block, utt), f"utterance has no reference in {self.path}", utt.id)
+        self.used.add(rid)
+        return self.by_id[rid][0]
+
+    def finish(self, source: str) -> None:
+        """Refuse references left over: more plain lines than utterances, or an id no utterance took."""
+        if self.lines is not None and self.given != len(self.lines):
+            raise NBestFormatError(self.path, None,
+                                   f"{len(self.lines)} references for {self.given} utterances in {source}")
+        unused = [rid for rid in self.by_id if rid not in self.used]
+        if unused:
+            raise NBestFormatError(self.path, self.by_id[unused[0]][1], f"reference has no hypotheses in {source}",
+                                   unused[0])
 
 
 def _where(nbest: NBest, utt: Utterance) -> tuple[str, int | None]:
@@ -113,28 +163,3 @@ def _line_of(nbest: NBest, utt: Utterance, path: Path, lines: list[str]) -> str:
         raise NBestFormatError(*_where(nbest, utt), f"sentence id has no reference line in {path} "
                                f"({len(lines)} lines; line i is sentence id i, 0-based)", utt.id)
     return lines[int(utt.id)]
-
-
-def _match_ids(nbest: NBest, path: Path, rows: list[tuple[str, str, int]]) -> list[str]:
-    """Match by id, or by a ``-``-suffix of the reference id (sclite's ``spk-utt`` ids)."""
-    by_id: dict[str, tuple[str, int]] = {}
-    for rid, text, line in rows:
-        if rid in by_id:
-            raise NBestFormatError(path, line, "duplicate reference id", rid)
-        by_id[rid] = (text, line)
-    suffixes: dict[str, str | None] = {}
-    for rid in by_id:
-        for suffix in reference_keys(rid)[1:]:
-            suffixes[suffix] = None if suffix in suffixes and suffixes[suffix] != rid else rid
-    used: set[str] = set()
-    refs = []
-    for utt in nbest:
-        rid = utt.id if utt.id in by_id else suffixes.get(utt.id)
-        if rid is None or rid in used:
-            raise NBestFormatError(*_where(nbest, utt), f"utterance has no reference in {path}", utt.id)
-        used.add(rid)
-        refs.append(by_id[rid][0])
-    unused = [rid for rid in by_id if rid not in used]
-    if unused:
-        raise NBestFormatError(path, by_id[unused[0]][1], f"reference has no hypotheses in {nbest.source}", unused[0])
-    return refs

@@ -4,14 +4,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from ..errors import ConfigError, check_known
+from ..errors import ConfigError, NBestFormatError, check_known
 from ..options import MAPPING, Option, checked
 from ..paths import data_root
 from ..types import NBest
-from . import READ, detect_format, metric_for, read_nbest
+from . import READ, detect_format, metric_for, read_blocks
 from .common import present
+from .refs import References
 
 SET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")  # a set's name names its files in out_dir
 SUBSET = {"nbest": READ["path"], "refs": READ["refs"], "fmt": READ["fmt"], "refs_fmt": READ["refs_fmt"],
@@ -53,14 +54,44 @@ class NBestSet:
                               "[start, stop) are kept)")
 
     def read(self) -> NBest:
-        nbest = read_nbest(self.nbest, self.fmt, self.refs, self.refs_fmt, **dict(self.options))
-        if self.start >= len(nbest):
+        """The set whole: its blocks joined."""
+        blocks = self.blocks()
+        first = next(blocks)
+        return first.with_utterances([u for block in (first, *blocks) for u in block.utterances])
+
+    def blocks(self, size: int = 0) -> Iterator[NBest]:
+        """The set as blocks of whole utterances (see :func:`rescorer.io.read_blocks`), its references attached
+        and its subset taken (utterances ``[start, stop)``, every ``every``-th, each cut to the best ``top``), at
+        least one block; the whole file is read, so every reference must find its utterance."""
+        options = dict(self.options)
+        fmt = self.format
+        if fmt == "nemo" and self.refs is not None and "manifest" not in options and "beam_size" not in options:
+            options["manifest"] = self.refs
+        refs, position, kept = None, 0, 0
+        for block in read_blocks(self.nbest, fmt, size, **options):
+            if self.refs is not None:
+                refs = refs or References.read(self.refs, self.refs_fmt, block)
+                block = refs.attach(block)
+            chosen = [u for k, u in enumerate(block.utterances, position) if self.start <= k
+                      and (self.stop is None or k < self.stop) and (k - self.start) % self.every == 0]
+            position += len(block)
+            if self.top is not None:
+                chosen = [replace(u, hyps=u.hyps[: self.top]) for u in chosen]
+            if chosen or not kept:
+                kept += len(chosen)
+                yield block.with_utterances(chosen)
+        if not position:
+            raise NBestFormatError(self.nbest, None, "no utterances found")
+        if self.start >= position:
             raise ConfigError(f"{self.where}start={self.start} is past the last utterance ({self.nbest} has "
-                              f"{len(nbest)})")
-        utterances = nbest.utterances[self.start : self.stop : self.every]
-        if self.top is not None:
-            utterances = [replace(u, hyps=u.hyps[: self.top]) for u in utterances]
-        return nbest.with_utterances(utterances)
+                              f"{position})")
+        if refs is not None:
+            refs.finish(self.nbest)
+
+    @property
+    def inputs(self) -> list[str]:
+        """The files (or directories) the set is read from: the N-best and the references."""
+        return [path for path in (self.nbest, self.refs) if path]
 
     @property
     def format(self) -> str:

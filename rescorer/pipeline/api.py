@@ -32,20 +32,28 @@ ARGUMENTS = {"sets": Option("mapping", null=True), "scorers": Option("mapping", 
              "accept_changed_models": FLAG, "tuned": Option("path", example="tuned.yaml, or a rescorer.Tuned")}
 
 
-def as_nbest(value: SetLike, where: str) -> NBest:
-    """A set as an :class:`NBest`: as given (checked), read from a path (format detected), or read from NBestSet
-    options (``{"nbest": PATH, "refs": PATH, "fmt": …, "options": …, "every": …, "top": …}``); errors name the
-    argument ``where`` (``dev``, ``sets['test']``). A list without any score gets its order as the column ``rank``
-    (:func:`rescorer.io.with_rank`)."""
+def set_of(value: SetLike | NBestSet, where: str) -> NBest | NBestSet:
+    """A set as given: an :class:`NBest` (checked; a list without any score gets its order as the column ``rank``,
+    :func:`rescorer.io.with_rank`), or an :class:`NBestSet` (a path, or NBestSet options ``{"nbest": PATH, "refs":
+    PATH, "fmt": …, "options": …, "every": …, "top": …}``), read when it is used; errors name the argument
+    ``where`` (``dev``, ``sets['test']``)."""
     if isinstance(value, NBest):
         return with_rank(check_nbest(value, where))
+    if isinstance(value, NBestSet):
+        return value
     if isinstance(value, (str, Path)):
-        return with_rank(NBestSet(str(value), where=f"{where}: ").read())
+        return NBestSet(str(value), where=f"{where}: ")
     if isinstance(value, Mapping):
         check_known(f"{where} key", value, SUBSET)
-        return with_rank(NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v
-                                     for k, v in value.items()}, where=f"{where}.").read())
+        return NBestSet(**{k: str(v) if k in ("nbest", "refs") and v is not None else v for k, v in value.items()},
+                        where=f"{where}.")
     raise ConfigError(f"{where} must be an NBest, a path or NBestSet options, not {type(value).__name__}")
+
+
+def as_nbest(value: SetLike | NBestSet, where: str) -> NBest:
+    """A set read whole (see :func:`set_of`)."""
+    found = set_of(value, where)
+    return found if isinstance(found, NBest) else with_rank(found.read())
 
 
 def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | None = None,
@@ -145,8 +153,8 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
 
 
 def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs: object, out_dir: object,
-                 fmt: str, chunk: int) -> tuple[dict[str, NBest], dict[Path, str] | None]:
-    """The lists an apply reads whole: ``sets`` (one list, named ``name``, or ``{name: list}``); or, when the
+                 fmt: str, chunk: int) -> tuple[dict[str, NBest | NBestSet], dict[Path, str] | None]:
+    """The sets an apply reports on: ``sets`` (one list, named ``name``, or ``{name: list}``); or, when the
     ``inputs`` are streamed shard by shard (which needs ``out_dir``, a known ``fmt`` and a ``chunk`` ≥ 1), none
     and the shards' paths with their output names, checked before any model loads."""
     if (inputs is None) == (sets is None):
@@ -158,8 +166,8 @@ def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs
         check_known("fmt", [fmt], ["auto", *REGISTRY])
         Option("integer", low=1).check("chunk", chunk)
         return {}, named_inputs(inputs)  # type: ignore[arg-type]
-    several = isinstance(sets, Mapping) and "nbest" not in sets
-    return {n: as_nbest(v, f"sets[{n!r}]" if several else "sets")
+    several = isinstance(sets, Mapping) and "nbest" not in sets and not isinstance(sets, NBestSet)
+    return {n: set_of(v, f"sets[{n!r}]" if several else "sets")
             for n, v in (sets.items() if several else [(name, sets)])}, None  # type: ignore[union-attr]
 
 

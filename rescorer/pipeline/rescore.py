@@ -7,7 +7,9 @@ rescored and oracle WER/BLEU with the paired-bootstrap 95% interval of the chang
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass, replace
+from itertools import chain
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -16,7 +18,8 @@ from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
 from ..engine import BoundScorer
 from ..errors import ConfigError
-from ..io import check_nbest, natural_base
+from ..io import check_nbest, natural_base, with_rank
+from ..io.sets import NBestSet
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..options import MAPPING, RunOptions
@@ -108,56 +111,65 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                             dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
     alone = retuned_alone(prepared, columns, result.weights, retuning.retuned, metric, dev)
     return apply_prepared(sets, prepared, tuned, scorers, metric, run=run, data=data, out_dir=target, result=result,
-                          search=summary, halves=study, notes=notes + retuning.notes + alone + context_notes(scorers, sets),
+                          search=summary, halves=study, notes=notes + retuning.notes + alone,
                           warnings=[*mismatched, *found])
 
 
-def apply_tuned(sets: Mapping[str, NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
+def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                 run: RunOptions = RunOptions(), data: str = "data", out_dir: str | Path | OutDir | None = None,
                 source: str | None = None) -> Rescored:
-    """Score ``sets`` with ``scorers`` (those of ``tuned``), re-rank them with its weights and report: the metric
-    where references exist, the counts and changed 1-bests everywhere. ``out_dir`` may not hold what the run reads
-    (the sets' files, ``source``: the tuned rescorer, the scorers' store) unless it was checked already."""
-    check_sets(sets, scorers)
+    """Score ``sets`` (lists in memory, or read from their files a block at a time) with ``scorers`` (those of
+    ``tuned``), re-rank them with its weights and report: the metric where references exist, the counts and changed
+    1-bests everywhere. ``out_dir`` may not hold what the run reads (the sets' files, ``source``: the tuned
+    rescorer, the scorers' store) unless it was checked already."""
+    check_sets({name: nbest for name, nbest in sets.items() if not isinstance(nbest, NBestSet)}, scorers)
     target = checked_out_dir(out_dir, sets, scorers, [source])
-    metric = tuned.make_metric()
-    warnings = depth_warnings({f"set {name}": nbest.depth for name, nbest in sets.items()}, tuned)
-    for warning in warnings:
-        warn(visible(warning))
-    prepared = {name: prepare(nbest, scorers, tuned.base, tuned.columns, metric) for name, nbest in sets.items()}
-    return apply_prepared(sets, prepared, tuned, scorers, metric, run=run, data=data, out_dir=target, source=source,
-                          notes=context_notes(scorers, sets), warnings=warnings)
+    return apply_prepared(sets, {}, tuned, scorers, tuned.make_metric(), run=run, data=data, out_dir=target,
+                          source=source)
+
+
+def blocks_of(source: NBest | NBestSet, size: int) -> Iterator[NBest]:
+    """The blocks of a set: a list in memory as it is, a set named by its files read ``size`` utterances at a
+    time."""
+    return iter([source]) if isinstance(source, NBest) else (with_rank(block) for block in source.blocks(size))
 
 
 @paused_gc()  # many small objects: the re-ranked lists, the report
-def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet], tuned: Tuned,
+def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, ScoredSet], tuned: Tuned,
                    scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
                    out_dir: OutDir | None, result: SearchResult | None = None, source: str | None = None,
-                   **more: Any) -> Rescored:
+                   notes: Sequence[str] = (), warnings: Sequence[str] = (), **more: Any) -> Rescored:
     """Every set re-ranked under the weights of ``tuned`` (:func:`~rescorer.pipeline.stream.apply_blocks`, with the
     scores ``prepared`` already), written to ``out_dir`` if given, and the report (a tuning run's when ``result`` is
-    its search; ``source``: the tuned file an apply run read)."""
+    its search; ``source``: the tuned file an apply run read: its lists are checked against the depth tuned on)."""
     dev = tuned.tuned_on if result else None
-    entries, changes = {}, {}
+    entries, changes, cut, warnings = {}, {}, Counter(), list(warnings)
     with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
-        for name, nbest in sets.items():
-            tally = Tally(nbest.fmt, metric, EXAMPLES)
-            if out is None:
-                apply_blocks([nbest], tuned, scorers, tally, size=CHUNK, known=prepared.get(name))
-                written = None
-            else:
-                with set_outputs(out, name, nbest, with_ids=metric.name == "wer") as (output, paths):
-                    apply_blocks([nbest], tuned, scorers, tally, size=CHUNK, outputs=[output],
-                                 known=prepared.get(name))
-                written = {kind: out.shown(path) for kind, path in paths.items()}
+        for name, found in sets.items():
+            blocks = blocks_of(found, CHUNK)
+            first = next(blocks)
+            tally = Tally(first.fmt, metric, EXAMPLES)
+            outputs = (set_outputs(out, name, first, with_ids=metric.name == "wer") if out is not None
+                       else contextlib.nullcontext((None, {})))
+            with outputs as (output, paths):
+                apply_blocks(chain([first], blocks), tuned, scorers, tally, size=CHUNK, known=prepared.get(name),
+                             outputs=[output] if output else [])
+                if not tally.utterances:
+                    raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
+            written = {kind: out.shown(path) for kind, path in paths.items()} if out is not None else None
             entries[name], changes[name] = tally.entry(run), tally.changes
             entries[name].outputs, entries[name].tuned_on_this_set = written, name == dev
             if name == dev and entries[name].change is not None:
                 entries[name].change += " (tuned here)"
+            cut.update(tally.cut)
+            found_warnings = [] if result else depth_warnings({f"set {name}": tally.depth}, tuned)
+            for warning in found_warnings:
+                warn(visible(warning))
+            warnings += found_warnings
         report = Report.of(task="rescore" if result else "apply", data=data, metric=metric, base=tuned.base,
                            columns=tuned.columns, weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
                            scorers={column: scorer.signature for column, scorer in scorers.items()}, sets=entries,
-                           tuned=source, **more)
+                           tuned=source, notes=[*notes, *context_notes(scorers, cut)], warnings=warnings, **more)
         if out is not None:
             how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
             title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
@@ -168,7 +180,7 @@ def apply_prepared(sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet],
 class RerankedSets(Mapping[str, NBest]):
     """Each set's re-ranked list by name, made on first access (from the scores at hand) and kept."""
 
-    def __init__(self, sets: Mapping[str, NBest], prepared: Mapping[str, ScoredSet], tuned: Tuned,
+    def __init__(self, sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, ScoredSet], tuned: Tuned,
                  scorers: Mapping[str, BoundScorer], metric: Metric):
         self._sets, self._prepared, self._tuned, self._scorers, self._metric = sets, prepared, tuned, scorers, metric
         self._made: dict[str, NBest] = {}
@@ -176,9 +188,11 @@ class RerankedSets(Mapping[str, NBest]):
     def __getitem__(self, name: str) -> NBest:
         if name not in self._made:
             pieces: list[NBest] = []
-            apply_blocks([self._sets[name]], self._tuned, self._scorers, Tally(self._sets[name].fmt, self._metric, 0),
+            blocks = blocks_of(self._sets[name], CHUNK)
+            first = next(blocks)
+            apply_blocks(chain([first], blocks), self._tuned, self._scorers, Tally(first.fmt, self._metric, 0),
                          size=CHUNK, outputs=[pieces.append], known=self._prepared.get(name))
-            self._made[name] = self._sets[name].with_utterances([u for piece in pieces for u in piece.utterances])
+            self._made[name] = first.with_utterances([u for piece in pieces for u in piece.utterances])
         return self._made[name]
 
     def __iter__(self) -> Iterator[str]:

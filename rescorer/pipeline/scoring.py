@@ -86,17 +86,16 @@ RANKED = ("; the weights were searched with the input 1-bests as its context, th
           "in order, each utterance after the 1-bests chosen before it: every set's figures are after that")
 
 
-def context_notes(scorers: Mapping[str, BoundScorer], sets: Mapping[str, NBest]) -> list[str]:
-    """What the report says of each scorer's context: its settings, and how many of the texts of ``sets`` had their
-    context cut to fit the model."""
+def context_notes(scorers: Mapping[str, BoundScorer], cut: Mapping[str, int]) -> list[str]:
+    """What the report says of each scorer's context: its settings, and how many of the texts it scored had their
+    context cut to fit the model (``cut``: by column)."""
     notes = []
     for name, scorer in scorers.items():
         context = scorer.context
         if context is not None:
-            cut = scorer.contexts_cut_in([t for nbest in sets.values() for t in scored_texts(nbest, scorer)])
             after = f" and {context.following} later ones" if context.following else ""
             notes.append(f"{name} reads each hypothesis after the {context.source} 1-bests of up to "
                          f"{context.utterances} earlier utterances{after} of its recording (at most {context.tokens} "
-                         "tokens)" + (f"; {cut} contexts were cut further to fit the model's positions"
-                                      if cut else "") + (RANKED if context.reranked else ""))
+                         "tokens)" + (f"; {cut[name]} contexts were cut further to fit the model's positions"
+                                      if cut.get(name) else "") + (RANKED if context.reranked else ""))
     return notes

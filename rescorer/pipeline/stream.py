@@ -92,6 +92,7 @@ class Tally:
     stats: list[NBestStats] = field(default_factory=list)
     ranks: list[np.ndarray] = field(default_factory=list)
     ppl: dict[str, dict[str, Perplexity]] = field(default_factory=dict)
+    cut: Counter = field(default_factory=Counter)  # texts whose context was cut to fit the model, by column
     seconds: float = 0.0
 
     def add(self, piece: NBest, scored: ScoredSet, ranks: np.ndarray, scorers: Mapping[str, BoundScorer]) -> None:
@@ -109,6 +110,8 @@ class Tally:
             self.ranks.append(np.asarray(ranks, dtype=np.int64))
         for column, scorer in scorers.items():
             known = scored.scores[column]
+            if scorer.context is not None:
+                self.cut[column] += scorer.contexts_cut_in(known.texts)
             found_ppl = {"rescored_1best": perplexity(scorer, after, known, piece, after)}
             if self.judged:
                 found_ppl["ref"] = perplexity(scorer, piece.refs(), known, piece, after)

@@ -16,7 +16,7 @@ def run(cfg: Any) -> dict[str, Any]:
     inputs = task.get("inputs")
     if inputs is None:
         corpus = data_of(cfg)
-        sets, data = {name: spec.read() for name, spec in corpus.sets.items()}, corpus.name
+        sets, data = dict(corpus.sets), corpus.name
     else:
         sets, data = None, str(plain(cfg.data).get("name", "data")) if "data" in cfg else "data"
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
