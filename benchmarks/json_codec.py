@@ -14,11 +14,12 @@ import json
 import platform
 import sys
 import tempfile
-import time
 from datetime import date
 from pathlib import Path
 
 import msgspec
+
+from rescorer.benchmark.common import best_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import build  # noqa: E402
@@ -29,12 +30,7 @@ REPEATS = 5
 
 def fastest(work) -> float:
     """The fastest of :data:`REPEATS` runs of ``work()``, in seconds."""
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_time(work, REPEATS)
 
 
 def main() -> None:
