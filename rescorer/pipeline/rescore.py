@@ -128,7 +128,7 @@ def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Map
                           source=source)
 
 
-def blocks_of(source: NBest | NBestSet, size: int) -> Iterator[NBest]:
+def set_blocks(source: NBest | NBestSet, size: int) -> Iterator[NBest]:
     """The blocks of a set: a list in memory as it is, a set named by its files read ``size`` utterances at a
     time."""
     return iter([source]) if isinstance(source, NBest) else (with_rank(block) for block in source.blocks(size))
@@ -146,7 +146,7 @@ def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, 
     entries, changes, cut, warnings = {}, {}, Counter(), list(warnings)
     with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
         for name, found in sets.items():
-            blocks = blocks_of(found, CHUNK)
+            blocks = set_blocks(found, CHUNK)
             first = next(blocks)
             tally = Tally(first.fmt, metric, EXAMPLES)
             outputs = (set_outputs(out, name, first, with_ids=metric.name == "wer") if out is not None
@@ -188,10 +188,11 @@ class RerankedSets(Mapping[str, NBest]):
     def __getitem__(self, name: str) -> NBest:
         if name not in self._made:
             pieces: list[NBest] = []
-            blocks = blocks_of(self._sets[name], CHUNK)
+            blocks = set_blocks(self._sets[name], CHUNK)
             first = next(blocks)
-            apply_blocks(chain([first], blocks), self._tuned, self._scorers, Tally(first.fmt, self._metric, 0),
-                         size=CHUNK, outputs=[pieces.append], known=self._prepared.get(name))
+            tally = Tally(first.fmt, self._metric, 0, judge=False)
+            apply_blocks(chain([first], blocks), self._tuned, self._scorers, tally, size=CHUNK,
+                         outputs=[pieces.append], known=self._prepared.get(name))
             self._made[name] = first.with_utterances([u for piece in pieces for u in piece.utterances])
         return self._made[name]
 
