@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import itemgetter
 from typing import Iterator, Mapping, Optional, Sequence
 
 import msgspec
@@ -56,7 +57,18 @@ class Hypothesis(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         """A copy with extra (or replaced) score columns; replaced columns lose their raw value."""
         raw = self.raw if not self.raw or scores.keys().isdisjoint(self.raw) else {
             k: v for k, v in self.raw.items() if k not in scores}
-        return Hypothesis(self.text, {**self.scores, **scores}, raw, self.tokens, self.meta)
+        return _replace(self, scores={**self.scores, **scores}, raw=raw)
+
+    def with_score(self, name: str, value: float) -> "Hypothesis":
+        """:meth:`with_scores` of one column (re-ranking adds one to millions of hypotheses)."""
+        if name in self.raw:
+            return self.with_scores(**{name: value})
+        scores = dict(self.scores)
+        scores[name] = value
+        return _replace(self, scores=scores)
+
+
+_replace = msgspec.structs.replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +167,11 @@ class NBest:
     def column_array(self, name: str) -> np.ndarray:
         """Score column ``name`` of every hypothesis as float64 ``[hypotheses]`` in ``texts()`` order, in one pass
         (KeyError where a hypothesis lacks it)."""
-        hyps = (h for u in self.utterances for h in u.hyps)
-        return np.fromiter((h.scores[name] for h in hyps), dtype=np.float64, count=self.num_hypotheses)
+        return np.fromiter(map(itemgetter(name), self._score_maps), dtype=np.float64, count=self.num_hypotheses)
+
+    @cached_property
+    def _score_maps(self) -> list[Mapping[str, float]]:
+        return [h.scores for u in self.utterances for h in u.hyps]
 
     def with_columns(self, columns: Mapping[str, Sequence[float]]) -> "NBest":
         """A copy with score columns added, one value per hypothesis in ``texts()`` order."""

@@ -173,10 +173,10 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
         if utt.id in seen:
             raise ConfigError(f"{what}: utterance id {utt.id!r} appears twice (ids must be distinct)")
         seen.add(utt.id)
-        wrong = next((h for h in utt.hyps if not isinstance(h, Hypothesis)), None)
-        if wrong is not None:
-            raise ConfigError(f"{what}: utterance {utt.id!r} has a hypothesis that is a {type(wrong).__name__}, "
-                              "not a Hypothesis")
+    if not all(isinstance(h, Hypothesis) for u in nbest.utterances for h in u.hyps):
+        utt, wrong = next((u, h) for u in nbest.utterances for h in u.hyps if not isinstance(h, Hypothesis))
+        raise ConfigError(f"{what}: utterance {utt.id!r} has a hypothesis that is a {type(wrong).__name__}, "
+                          "not a Hypothesis")
     return nbest
 
 

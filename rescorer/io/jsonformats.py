@@ -161,8 +161,8 @@ def header_lines(meta: Mapping[str, str], fmt: str = CANONICAL) -> list[str]:
     return [json_line({"nbest": {"fmt": native, "meta": kept}}) + "\n"] if kept or native != CANONICAL else []
 
 
-def jsonl_text(utterances: Iterable[Utterance]) -> str:
-    """The lines of ``utterances`` in canonical JSONL, each ended by a newline. A score that is not finite is
+def jsonl_data(utterances: Iterable[Utterance]) -> bytes:
+    """The lines of ``utterances`` in canonical JSONL (UTF-8), each ended by a newline. A score that is not finite is
     written as its text (``"-inf"``): JSON has no number for it."""
     lines = [Line(id=u.id, ref=u.ref, hyps=u.hyps, meta=u.meta) for u in utterances]
     data = encode_lines(lines)
@@ -170,7 +170,7 @@ def jsonl_text(utterances: Iterable[Utterance]) -> str:
         data = encode_lines([Line(id=line.id, ref=line.ref, meta=line.meta, hyps=tuple(
             h if (scores := finite_scores(h.scores)) is h.scores else msgspec.structs.replace(h, scores=scores)
             for h in line.hyps)) for line in lines])
-    return data.decode("utf-8")
+    return data
 
 
 def write_jsonl(nbest: NBest, path: str | Path) -> None:
@@ -183,9 +183,9 @@ def write_jsonl(nbest: NBest, path: str | Path) -> None:
 def jsonl_writer(path: str | Path, like: NBest) -> Iterator[Callable[[NBest], None]]:
     """A writer of canonical JSONL blocks (the header from ``like``'s fmt and meta), in place when the context
     ends: a list of any size is written without being whole in memory."""
-    with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
-        out.writelines(header_lines(like.meta, like.fmt))
-        yield lambda block: out.write(jsonl_text(block.utterances))
+    with atomic_file(path) as tmp, tmp.open("wb") as out:
+        out.writelines(line.encode("utf-8") for line in header_lines(like.meta, like.fmt))
+        yield lambda block: out.write(jsonl_data(block.utterances))
 
 
 # ---------------------------------------------------------------- Sockeye 3

@@ -68,6 +68,6 @@ def rerank(nbest: NBest, features: Features, weights: np.ndarray) -> tuple[NBest
     1-best."""
     scores = totals(features, weights)
     orders = np.argsort(-scores, axis=-1, kind="stable")
-    utterances = [utt.with_hyps([utt.hyps[k].with_scores(**{RESCORE_COLUMN: total[k]}) for k in order[: len(utt.hyps)]])
+    utterances = [utt.with_hyps([utt.hyps[k].with_score(RESCORE_COLUMN, total[k]) for k in order[: len(utt.hyps)]])
                   for utt, order, total in zip(nbest.utterances, orders.tolist(), scores.tolist())]
     return nbest.with_utterances(utterances), orders[:, 0]

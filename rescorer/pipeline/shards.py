@@ -69,9 +69,11 @@ def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mappin
     start = time.perf_counter()
     blocks = (with_rank(block) for block in read_blocks(source, fmt, size=chunk))
     first = next(blocks)
-    tally = Tally(first.fmt, metric, EXAMPLES, judge=False)
-    with block_writer(out, first) as write:
-        apply_blocks(chain([first], blocks), tuned, scorers, tally, size=chunk, outputs=[write])
+    like, blocks = first.with_utterances(()), chain([first], blocks)
+    del first  # the first block is let go once re-ranked, as every other
+    tally = Tally(like.fmt, metric, EXAMPLES, judge=False)
+    with block_writer(out, like) as write:
+        apply_blocks(blocks, tuned, scorers, tally, size=chunk, outputs=[write])
     return ShardResult(tally.entry(RunOptions()), tally.changes, time.perf_counter() - start, tally.depth)
 
 

@@ -34,41 +34,47 @@ def pieces(blocks: Iterable[NBest], scorers: Mapping[str, BoundScorer], size: in
     be read in one run: one that starts again after others is refused, naming where."""
     patterns = [s.context.group for s in scorers.values() if s.context is not None]
     held: list[Utterance] = []
-    owners: list[list[str]] = [[] for _ in patterns]
+    owners: list[list[str]] = [[] for _ in patterns]  # each context's recording of each held utterance
+    last: list[dict[str, int]] = [{} for _ in patterns]  # each open recording's last utterance (counted from 0)
     closed: list[set[str]] = [set() for _ in patterns]
+    done = 0  # utterances handed out so far
     first: NBest | None = None
     for block in blocks:
-        first = first or block
-        held += block.utterances
+        first = first or block.with_utterances(())
         for k, pattern in enumerate(patterns):
             found = groups(block, pattern)
-            for utt, owner in zip(block.utterances, found):
+            for at, (utt, owner) in enumerate(zip(block.utterances, found), done + len(held)):
                 if owner in closed[k]:
                     raise ConfigError(f"{utt.origin or block.source}: utterance {utt.id!r} continues recording "
                                       f"{owner!r} after other recordings; a scorer reading context needs each "
                                       "recording's utterances together (sort the list by utterance id)")
+                last[k][owner] = at
             owners[k] += found
-        cut = _cut(owners, size, len(held))
-        while cut:
+        held += block.utterances
+        while cut := _cut(owners, last, done, size, len(held)):
             yield block.with_utterances(held[:cut])
             for k, found in enumerate(owners):
                 closed[k].update(found[:cut])
+                for owner in found[:cut]:
+                    last[k].pop(owner, None)
                 del found[:cut]
             del held[:cut]
-            cut = _cut(owners, size, len(held))
+            done += cut
     if held:
         yield first.with_utterances(held)  # type: ignore[union-attr]
 
 
-def _cut(owners: Sequence[Sequence[str]], size: int, held: int) -> int:
-    """Where to cut the ``held`` utterances: the first place at or after ``size`` that no recording of any context
-    (``owners``: each context's recording of each utterance) spans (0: none yet)."""
-    last = [{owner: at for at, owner in enumerate(found)} for found in owners]
-    reach = -1  # the last utterance of a recording met so far
+def _cut(owners: Sequence[Sequence[str]], last: Sequence[Mapping[str, int]], done: int, size: int, held: int) -> int:
+    """Where to cut the ``held`` utterances (the first of them is utterance ``done``): the first place at or after
+    ``size`` that no recording of any context spans (``owners``: each context's recording of each held utterance;
+    ``last``: each recording's last utterance); 0: none yet."""
+    if not owners:
+        return size if held > size else 0
+    reach = -1  # the last held utterance of a recording met so far
     for at in range(held):
         if at >= size and reach < at:
             return at
-        reach = max([reach, *(last[k][found[at]] for k, found in enumerate(owners))])
+        reach = max([reach, *(last[k][found[at]] - done for k, found in enumerate(owners))])
     return 0
 
 
