@@ -202,6 +202,14 @@ def test_a_scorer_asked_for_a_bar_prints_nothing_under_logging_disable(tiny_caus
     assert capfd.readouterr() == ("", "")
 
 
+def test_only_the_progress_module_and_the_log_write_around_the_logger():
+    writers = re.compile(r"tqdm\.write|sys\.(stderr|stdout)\.write|from tqdm|import tqdm")
+    allowed = {PACKAGE / "engine" / "progress.py", PACKAGE / "log.py"}
+    found = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                   if path not in allowed and writers.search(path.read_text(encoding="utf-8")))
+    assert found == []
+
+
 def test_a_program_that_shows_info_with_its_own_handler_gets_plain_lines_and_no_bar_on_a_terminal():
     screen, clock = Screen(), Clock()
     with logged() as lines:
