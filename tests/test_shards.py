@@ -375,3 +375,20 @@ def test_each_shards_line_tells_the_time_left_from_the_progress_meter_and_a_fini
     assert lines[0].endswith("(finished before)")
     assert lines[1].endswith(f"1-bests changed; about {left} left") and left != "0 s"
     assert "left" not in lines[2]
+
+
+def test_an_apply_asked_for_progress_prints_nothing_under_logging_disable(demo_shards, tuned, tmp_path, capfd):
+    import logging
+
+    capfd.readouterr()
+    logging.disable(logging.CRITICAL)
+    try:
+        sharded = rescorer.apply(None, tuned, inputs=demo_shards / "shards", out_dir=tmp_path / "sharded",
+                                 engine={"progress": True, "store": None})
+        whole = rescorer.apply({"dev": str(demo_shards / "dev.jsonl")}, tuned,
+                               engine={"progress": True, "store": None}, bootstrap=10)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert [s.utterances for s in sharded.report.sets.values()] == [20, 20]
+    assert whole.report.sets["dev"].utterances == 40
+    assert capfd.readouterr() == ("", "")
