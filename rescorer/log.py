@@ -1,13 +1,15 @@
-"""What the library tells people goes through the ``rescorer`` logger: tables and summaries at INFO, warnings at
-WARNING (each already reads ``rescorer: warning: …``). The command line shows INFO on stdout and warnings on stderr;
-a Python program decides for itself (Python shows warnings and not INFO until it configures logging, and
-``logging.disable()`` silences both)."""
+"""What the library tells people goes through the ``rescorer`` logger: tables, summaries and progress at INFO,
+warnings at WARNING (each already reads ``rescorer: warning: …``). The command line shows INFO on stdout and warnings
+on stderr; a Python program decides for itself (Python shows warnings and not INFO until it configures logging, and
+``logging.disable()`` silences both, progress bars included)."""
 from __future__ import annotations
 
 import io
 import logging
 import sys
 from typing import Any
+
+from tqdm.auto import tqdm
 
 LOGGER = logging.getLogger("rescorer")
 
@@ -30,12 +32,20 @@ def rendered(renderable: Any, width: int) -> str:
 
 
 class Terminal(logging.Handler):
-    """INFO and below to stdout, warnings and errors to stderr, each message as it is."""
+    """INFO and below to stdout, warnings and errors to stderr, each message as it is, written around any progress
+    bar on the screen (cleared and redrawn below it)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
-        stream.write(self.format(record) + "\n")
+        tqdm.write(self.format(record), file=stream)
         stream.flush()
+
+
+def writes_around_bars() -> bool:
+    """Whether a progress bar can share the screen with the library's messages: they are shown at INFO, and only by
+    the command line's handler (a program's own handlers would write into the bar)."""
+    return (LOGGER.isEnabledFor(logging.INFO) and not LOGGER.propagate
+            and any(isinstance(handler, Terminal) for handler in LOGGER.handlers))
 
 
 def to_terminal() -> None:

@@ -346,3 +346,49 @@ def test_the_terminal_shows_the_first_shards_and_how_many_more_the_report_has(de
     assert "19.jsonl" in table and "20.jsonl" not in table and "… 2 more in report.md" in table
     rows = [line for line in (tmp_path / "out" / "report.md").read_text().splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 22 and rows[-1].startswith("| 21.jsonl |")  # the header and every shard
+
+
+def test_each_shards_line_tells_the_time_left_from_the_progress_meter_and_a_finished_shard_takes_none(
+        demo_shards, tuned, tmp_path, caplog, monkeypatch):
+    """The progress module's clock, moved a minute per shard re-ranked: the shard done before counts as done and
+    costs no time, so after one minute for split1 the rest (dev.jsonl) takes a minute per split1's bytes."""
+    from rescorer.engine import progress
+    from rescorer.pipeline import shards
+
+    split0, split1, dev = (demo_shards / "shards" / "split0", demo_shards / "shards" / "split1",
+                           demo_shards / "dev.jsonl")
+    rescorer.apply(None, tuned, inputs=[split0], out_dir=tmp_path / "out", engine={"progress": False})
+    now = [0.0]
+    rerank = shards.rerank_file
+
+    def a_minute_each(*args, **kwargs):
+        now[0] += 60.0
+        return rerank(*args, **kwargs)
+
+    monkeypatch.setattr(progress, "CLOCK", lambda: now[0])
+    monkeypatch.setattr(shards, "rerank_file", a_minute_each)
+    caplog.set_level("INFO", logger="rescorer")
+    rescorer.apply(None, tuned, inputs=[split0, split1, dev], out_dir=tmp_path / "out", engine={"progress": False})
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("shard ")]
+    left = progress.duration(60.0 * shards.input_bytes(dev) / shards.input_bytes(split1))
+    assert [line.split(":")[0] for line in lines] == ["shard 1/3 split0", "shard 2/3 split1", "shard 3/3 dev.jsonl"]
+    assert lines[0].endswith("(finished before)")
+    assert lines[1].endswith(f"1-bests changed; about {left} left") and left != "0 s"
+    assert "left" not in lines[2]
+
+
+def test_an_apply_asked_for_progress_prints_nothing_under_logging_disable(demo_shards, tuned, tmp_path, capfd):
+    import logging
+
+    capfd.readouterr()
+    logging.disable(logging.CRITICAL)
+    try:
+        sharded = rescorer.apply(None, tuned, inputs=demo_shards / "shards", out_dir=tmp_path / "sharded",
+                                 engine={"progress": True, "store": None})
+        whole = rescorer.apply({"dev": str(demo_shards / "dev.jsonl")}, tuned,
+                               engine={"progress": True, "store": None}, bootstrap=10)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert [s.utterances for s in sharded.report.sets.values()] == [20, 20]
+    assert whole.report.sets["dev"].utterances == 40
+    assert capfd.readouterr() == ("", "")

@@ -16,12 +16,11 @@ import traceback
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-from tqdm.auto import tqdm
-
 from ..files import record_text
 from ..errors import ConfigError, ScorerError, check_known
 from ..log import info
 from .local import EngineStats, ScoreMap, compute
+from .progress import Meter
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
@@ -203,14 +202,14 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
 def scale_out(scorer: "Scorer", todo: Sequence[str], scale: ScaleConfig, budget: int | None, show: bool | None,
               stats: EngineStats, label: str | None = None) -> Iterator[ScoreMap]:
     """Finished sentences of ``todo`` from the workers (``budget`` tokens per batch), longest text first, with
-    progress unless ``show`` is False; the workers tokenise and count the rows they computed, so the driver never
-    tokenises."""
+    progress unless ``show`` is False (measured in characters); the workers tokenise and count the rows they
+    computed, so the driver never tokenises."""
     texts = sorted(todo, key=len, reverse=True)
     backend = ray_chunks if scale.backend == "ray" else process_chunks
-    with tqdm(total=len(texts), unit="sentence", desc=f"{label or scorer.kind} ({scale.backend})",
-              disable=None if show is None else not show, dynamic_ncols=True) as bar:
+    with Meter(f"{label or scorer.kind} ({scale.backend})", len(texts), sum(map(len, texts)), "sentence",
+               show) as meter:
         for chunk, rows in backend(scorer.spec, texts, scale, budget):
             stats.rows += rows
             stats.rows_computed += rows
-            bar.update(len(chunk))
+            meter.update(len(chunk), sum(map(len, chunk)))
             yield chunk

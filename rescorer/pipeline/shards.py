@@ -14,11 +14,11 @@ from typing import Mapping, Sequence
 from ..bulk import paused_gc
 from ..changes import Change
 from ..engine import BoundScorer
-from ..engine.progress import duration
+from ..engine.progress import Meter
 from ..errors import ConfigError
 from ..files import record_text, record_value, write_text
 from ..io import block_writer, read_blocks, with_rank
-from ..log import info, warning as warn
+from ..log import warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
 from ..report.html import write_html
@@ -149,9 +149,9 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     job = open_job(out_dir, tuned, paths, [source, *(s.store_path for s in scorers.values())])
     metric = tuned.make_metric()
     results: dict[str, ShardResult] = {}
-    sizes = {path: input_bytes(path) for path in paths}  # the estimate: seconds per input byte re-ranked so far
-    total_bytes = sum(sizes.values())
-    begun, done_now, done_bytes, seen_bytes, kept = time.perf_counter(), 0, 0, 0, 0
+    sizes = {path: input_bytes(path) for path in paths}  # the estimate: input bytes re-ranked per second
+    meter = Meter("shards", len(paths), sum(sizes.values()), "shard", show=False)
+    kept = 0
     for k, path in enumerate(paths, 1):
         name = shards[path]
         result = job.finished(name, path)
@@ -163,14 +163,15 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
                 for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
                     warn(visible(warning))
             job.finish(name, path, result)
-            done_now, done_bytes = done_now + 1, done_bytes + sizes[path]
-        kept += before
+            meter.update(1, sizes[path])
+        else:
+            meter.skip(1, sizes[path])
+            kept += 1
         results[name] = result
-        seen_bytes += sizes[path]
-        left = (time.perf_counter() - begun) / max(done_bytes, 1) * (total_bytes - seen_bytes)
-        info(f"shard {k}/{len(paths)} {visible(name)}: {result.entry.utterances:,} utterances, "
-             f"{result.entry.changed_1best:,} 1-bests changed" + (" (finished before)" if before else "")
-             + (f"; about {duration(left)} left" if done_now and k < len(paths) else ""))
+        left = meter.remaining()
+        meter.say(f"shard {k}/{len(paths)} {visible(name)}: {result.entry.utterances:,} utterances, "
+                  f"{result.entry.changed_1best:,} 1-bests changed" + (" (finished before)" if before else "")
+                  + (f"; {left}" if left else ""))
     return write_job_report(job, results, tuned, metric, scorers, data, source, kept)
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from tqdm.auto import tqdm
-
+from ..engine.progress import Meter
 from ..files import record_text, write_text
 from .checkpoint import load_checkpoint, save_checkpoint
 
@@ -112,16 +111,16 @@ def train(objective: Objective, limits: Limits, out_dir: str | Path, progress: b
     start = time.perf_counter()
     if not state["curve"]:
         record(objective, out, state)
-    with tqdm(total=limits.steps, initial=state["step"], desc=objective.name, unit="step",
-              disable=None if progress is None else not progress) as bar:
+    with Meter(objective.name, limits.steps, limits.steps, "step", progress) as meter:
+        meter.skip(state["step"], state["step"])
         while (stopped := stop_reason(state, limits, time.perf_counter() - start)) is None:
             torch.manual_seed(objective.seed * 1_000_003 + state["step"])
             state["window"].append(objective.step(state["step"]))
             state["step"] += 1
-            bar.update(1)
+            meter.update(1, 1)
             if state["step"] % limits.eval_every == 0 or state["step"] == limits.steps:
                 entry = record(objective, out, state)
-                bar.set_postfix({k: f"{entry[k]:.4g}" for k in (*objective.shown, objective.select[0]) if k in entry})
+                meter.note({k: f"{entry[k]:.4g}" for k in (*objective.shown, objective.select[0]) if k in entry})
     state["stopped"] = stopped
     if limits.record_at_stop and state["window"]:
         record(objective, out, state)
