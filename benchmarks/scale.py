@@ -8,10 +8,12 @@ is the process's maximum resident set. Prints a table and writes ``benchmarks/re
 
     python benchmarks/scale.py [12500 25000 50000]
 
-The apply run re-ranks the shards with a tuned.yaml tuned on an input column (no LM: the run measures reading,
-re-ranking, writing and the per-shard records) in a fresh process, timed from the package loaded (the time to load
-it is reported beside); in turns with it, the time to only ``json.loads`` every line of the same files is measured,
-each three times, and the apply's input MB/s is reported against it (medians). Writes
+The apply run re-ranks the same utterances laid out as a user has them: JSONL shards, one JSONL file, one ESPnet2
+decode directory and one fairseq file (``task.inputs``), and the JSONL file as a ``data.sets`` set, each with a
+tuned.yaml tuned on the word count (no LM: the run measures reading, re-ranking, writing and the report) in a fresh
+process, timed from the package loaded (the time to load it is reported beside), with its peak memory. For the
+shards, in turns with the apply, the time to only ``json.loads`` every line of the same files is measured, each
+three times, and the apply's input MB/s is reported against it (medians). Writes
 ``benchmarks/results/apply_scale.json``.
 
     python benchmarks/scale.py apply [50000 200000 1000000]
@@ -57,10 +59,18 @@ import sys, time, json, resource
 start = time.perf_counter()
 import rescorer, rescorer.pipeline  # loaded before the clock starts, as json is before json.loads is timed
 loaded = time.perf_counter()
-rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[3])
+tuned, source, out, spelling = sys.argv[1:5]
+if spelling == "inputs":
+    rescorer.apply(None, tuned, inputs=source, out_dir=out)
+else:  # the data.sets spelling: the same file as a named set
+    rescorer.apply({"test": {"nbest": source}}, tuned, out_dir=out)
 print(json.dumps({"seconds": time.perf_counter() - loaded, "import_seconds": loaded - start,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+# The inputs every size is applied to: (name, how it is built from the JSONL shards, how it is given)
+LAYOUTS = (("JSONL shards", None, "inputs"), ("one JSONL file", "jsonl", "inputs"),
+           ("one ESPnet2 decode directory", "espnet2", "inputs"), ("one fairseq file", "fairseq", "inputs"),
+           ("one JSONL file as data.sets", "jsonl", "sets"))
 SHARD = 10_000  # utterances per shard of the apply run
 REPEATS = 3  # runs of each apply size (and of json.loads over its files), in turns: their medians are compared
 
@@ -91,52 +101,91 @@ def loads_seconds(paths: list[Path]) -> float:
 
 
 def tuned_file(tmp: Path) -> Path:
-    """A tuned.yaml from a 2,000-utterance dev list, tuned on the ctc column (no LM)."""
+    """A tuned.yaml from a 2,000-utterance dev list, tuned on the word count (no LM; a column every format has)."""
     import rescorer
 
     dev = tmp / "dev.jsonl"
     build(2000, dev, 0)
-    rescorer.rescore(sets={"dev": str(dev)}, base="score", columns={"ctc": {"range": [0, 1], "step": 0.1}},
-                     out_dir=tmp / "tuned", bootstrap=1)
+    rescorer.rescore(sets={"dev": str(dev)}, base="score", columns={"words": {"range": [-1, 1], "step": 0.25}},
+                     out_dir=tmp / "tuned", bootstrap=1, retune=None)
     return tmp / "tuned" / "tuned.yaml"
 
 
+def converted(shards: list[Path], fmt: str, path: Path) -> Path:
+    """The utterances of ``shards`` in one list of format ``fmt`` at ``path``, written block by block (for fairseq,
+    whose sentence ids are numbers, numbered from 0)."""
+    from dataclasses import replace
+    from itertools import chain, count
+
+    from rescorer.io import block_writer, read_blocks
+
+    blocks = chain.from_iterable(read_blocks(shard, "jsonl", size=1000) for shard in shards)
+    if fmt == "fairseq":
+        number = count()
+        blocks = (b.with_utterances([replace(u, id=str(next(number))) for u in b]) for b in blocks)
+    first = next(blocks)
+    with block_writer(path, first, fmt) as write:
+        for block in chain([first], blocks):
+            write(block)
+    return path
+
+
+def run_apply(tuned: Path, source: Path, out: Path, spelling: str) -> dict:
+    """One apply in a fresh process: its seconds (the package loaded), the seconds to load it and the peak memory."""
+    args = [sys.executable, "-c", APPLY, str(tuned), str(source), str(out), spelling]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the apply of {source} failed:\n{done.stderr[-3000:]}")
+    found = json.loads(done.stdout.splitlines()[-1])
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    return found
+
+
 def apply_rows(sizes: list[int]) -> None:
-    """Each size's sharded apply: seconds, peak memory and its input MB/s against json.loads of the same files, the
-    median of :data:`REPEATS` runs of each, taken in turns."""
+    """Each size applied as each of :data:`LAYOUTS`: seconds, peak memory and input MB/s; for the JSONL shards
+    against json.loads of the same files, the median of :data:`REPEATS` runs of each, taken in turns."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tuned = tuned_file(Path(tmp))
         for size in sizes:
-            shards, out = Path(tmp) / f"shards{size}", Path(tmp) / f"out{size}"
+            shards = Path(tmp) / f"shards{size}"
             shards.mkdir()
             paths = [shards / f"part{k:04d}.jsonl" for k in range(-(-size // SHARD))]
             input_mb = sum(build(min(SHARD, size - k * SHARD), path, 3, k * SHARD)
                              for k, path in enumerate(paths)) / 2**20
-            floors, runs = [], []
-            for _ in range(REPEATS):
-                os.sync()  # what was written before is on disk: writing it back is not timed with what follows
-                floors.append(loads_seconds(paths))
-                args = [sys.executable, "-c", APPLY, str(tuned), str(shards), str(out)]
-                runs.append(json.loads(subprocess.run(args, capture_output=True, text=True,
-                                                      check=True).stdout.splitlines()[-1]))
-                subprocess.run(["rm", "-rf", str(out)], check=True)
-            seconds, floor = statistics.median(r["seconds"] for r in runs), statistics.median(floors)
-            rows.append({"utterances": size, "hypotheses": 10 * size, "shards": len(paths),
-                         "input_mb": round(input_mb, 1), "peak_mb": round(max(r["peak_mb"] for r in runs), 1),
-                         "import_seconds": round(statistics.median(r["import_seconds"] for r in runs), 2),
-                         "seconds": round(seconds, 2), "seconds_range": [round(min(r["seconds"] for r in runs), 2),
-                                                                         round(max(r["seconds"] for r in runs), 2)],
-                         "mb_per_s": round(input_mb / seconds, 2),
-                         "loads_seconds": round(floor, 2), "loads_mb_per_s": round(input_mb / floor, 2),
-                         "ratio_to_loads": round(floor / seconds, 3)})
-            print(" | ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
-            subprocess.run(["rm", "-rf", str(shards)], check=True)
+            for layout, fmt, spelling in LAYOUTS:
+                source = shards if fmt is None else converted(paths, fmt, Path(tmp) / f"all{size}.{fmt}")
+                repeats = REPEATS if fmt is None else 1
+                floors, runs = [], []
+                for _ in range(repeats):
+                    os.sync()  # what was written before is on disk: writing it back is not timed with what follows
+                    if fmt is None:
+                        floors.append(loads_seconds(paths))
+                    runs.append(run_apply(tuned, source, Path(tmp) / "out", spelling))
+                seconds = statistics.median(r["seconds"] for r in runs)
+                row = {"layout": layout, "utterances": size, "hypotheses": 10 * size, "jsonl_mb": round(input_mb, 1),
+                       "peak_mb": round(max(r["peak_mb"] for r in runs), 1),
+                       "import_seconds": round(statistics.median(r["import_seconds"] for r in runs), 2),
+                       "seconds": round(seconds, 2), "jsonl_mb_per_s": round(input_mb / seconds, 2)}
+                if floors:
+                    floor = statistics.median(floors)
+                    row.update(seconds_range=[round(min(r["seconds"] for r in runs), 2),
+                                              round(max(r["seconds"] for r in runs), 2)],
+                               loads_seconds=round(floor, 2), loads_mb_per_s=round(input_mb / floor, 2),
+                               ratio_to_loads=round(floor / seconds, 3))
+                rows.append(row)
+                print(" | ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+                if fmt is not None and spelling == "inputs" and fmt != "jsonl":
+                    subprocess.run(["rm", "-rf", str(source)], check=True)
+            subprocess.run(["rm", "-rf", str(shards), *map(str, Path(tmp).glob(f"all{size}.*"))], check=True)
     save("apply_scale.json", sizes, "apply ", rows,
-         f"per size: shards of {SHARD:,} utterances × 10 hypotheses (JSONL), re-ranked with a tuned.yaml tuned on ctc "
-         f"(no LM); seconds: the apply call, the package loaded (import_seconds, before it); loads_seconds: json.loads "
-         f"of every line of the same files; each the median of {REPEATS} runs taken in turns (seconds_range: the "
-         "apply's fastest and slowest)")
+         f"per size: U utterances × 10 hypotheses built as JSONL shards of {SHARD:,} utterances, and the same "
+         "utterances converted to one JSONL file, one ESPnet2 decode directory and one fairseq file; each re-ranked "
+         "with a tuned.yaml tuned on the word count (no LM) in a fresh process (task.inputs, and the JSONL file also "
+         "as a data.sets set); seconds: the apply call, the package loaded (import_seconds, before it); peak_mb: "
+         "the process's maximum resident set; jsonl_mb_per_s: the JSONL size over the seconds (the same content "
+         f"in every layout); for the shards, loads_seconds: json.loads of every line of the same files, each the "
+         f"median of {REPEATS} runs taken in turns (seconds_range: the apply's fastest and slowest)")
 
 
 def student_row(utterances: int) -> None:

@@ -341,9 +341,10 @@ def line_writer(path: str | os.PathLike, lines_of: Callable[[NBest], Iterable[st
     with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as out:
         def write(block: NBest) -> None:
             nonlocal number
-            lines = list(lines_of(block))
-            out.write(text_lines(lines, path, number))
-            number += len(lines)
+            for start in range(0, len(block), UTTERANCES):  # the text of a few utterances at a time
+                lines = list(lines_of(block.with_utterances(block.utterances[start : start + UTTERANCES])))
+                out.write(text_lines(lines, path, number))
+                number += len(lines)
         yield write
 
 

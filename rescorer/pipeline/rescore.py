@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from dataclasses import dataclass, replace
-from itertools import chain
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -18,7 +17,7 @@ from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
 from ..engine import BoundScorer
 from ..errors import ConfigError
-from ..io import check_nbest, natural_base, with_rank
+from ..io import check_nbest, natural_base
 from ..io.sets import NBestSet
 from ..log import info, warning as warn
 from ..metrics import Metric
@@ -29,7 +28,7 @@ from .outputs import OutDir, checked_out_dir, run_dir, set_outputs
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, prepare
 from .results import write_run
-from .stream import CHUNK, EXAMPLES, Tally, apply_blocks
+from .stream import CHUNK, EXAMPLES, Tally, apply_blocks, set_blocks
 from .retuning import AUTO, decided, plan, retuned_alone
 from .scales import match_scales, search_warnings
 from .scoring import check_contexts, context_notes
@@ -128,12 +127,6 @@ def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Map
                           source=source)
 
 
-def set_blocks(source: NBest | NBestSet, size: int) -> Iterator[NBest]:
-    """The blocks of a set: a list in memory as it is, a set named by its files read ``size`` utterances at a
-    time."""
-    return iter([source]) if isinstance(source, NBest) else (with_rank(block) for block in source.blocks(size))
-
-
 @paused_gc()  # many small objects: the re-ranked lists, the report
 def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, ScoredSet], tuned: Tuned,
                    scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
@@ -146,13 +139,12 @@ def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, 
     entries, changes, cut, warnings = {}, {}, Counter(), list(warnings)
     with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
         for name, found in sets.items():
-            blocks = set_blocks(found, CHUNK)
-            first = next(blocks)
-            tally = Tally(first.fmt, metric, EXAMPLES)
-            outputs = (set_outputs(out, name, first, with_ids=metric.name == "wer") if out is not None
+            like, blocks = set_blocks(found)
+            tally = Tally(like.fmt, metric, EXAMPLES)
+            outputs = (set_outputs(out, name, like, with_ids=metric.name == "wer") if out is not None
                        else contextlib.nullcontext((None, {})))
             with outputs as (output, paths):
-                apply_blocks(chain([first], blocks), tuned, scorers, tally, size=CHUNK, known=prepared.get(name),
+                apply_blocks(blocks, tuned, scorers, tally, size=CHUNK, known=prepared.get(name),
                              outputs=[output] if output else [])
                 if not tally.utterances:
                     raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
@@ -188,12 +180,11 @@ class RerankedSets(Mapping[str, NBest]):
     def __getitem__(self, name: str) -> NBest:
         if name not in self._made:
             pieces: list[NBest] = []
-            blocks = set_blocks(self._sets[name], CHUNK)
-            first = next(blocks)
-            tally = Tally(first.fmt, self._metric, 0, judge=False)
-            apply_blocks(chain([first], blocks), self._tuned, self._scorers, tally, size=CHUNK,
+            like, blocks = set_blocks(self._sets[name])
+            tally = Tally(like.fmt, self._metric, 0, judge=False)
+            apply_blocks(blocks, self._tuned, self._scorers, tally, size=CHUNK,
                          outputs=[pieces.append], known=self._prepared.get(name))
-            self._made[name] = first.with_utterances([u for piece in pieces for u in piece.utterances])
+            self._made[name] = like.with_utterances([u for piece in pieces for u in piece.utterances])
         return self._made[name]
 
     def __iter__(self) -> Iterator[str]:

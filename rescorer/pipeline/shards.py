@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -17,7 +16,8 @@ from ..engine import BoundScorer
 from ..engine.progress import Meter
 from ..errors import ConfigError
 from ..files import record_text, record_value, write_text
-from ..io import block_writer, read_blocks, with_rank
+from ..io import block_writer
+from ..io.sets import NBestSet
 from ..log import warning as warn
 from ..metrics import Metric
 from ..report import Report, SetReport, write_report
@@ -27,7 +27,7 @@ from ..safetext import visible
 from ..options import RunOptions
 from .outputs import check_apart
 from .rescore import depth_warnings
-from .stream import CHUNK, Tally, apply_blocks
+from .stream import CHUNK, Tally, apply_blocks, set_blocks
 from .tuned import Tuned
 
 SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
@@ -67,10 +67,7 @@ def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mappin
     """Shard ``source`` re-ranked into ``out`` in its format (atomically), read, scored and written a piece of
     ``chunk`` utterances at a time (:func:`~rescorer.pipeline.stream.apply_blocks`)."""
     start = time.perf_counter()
-    blocks = (with_rank(block) for block in read_blocks(source, fmt, size=chunk))
-    first = next(blocks)
-    like, blocks = first.with_utterances(()), chain([first], blocks)
-    del first  # the first block is let go once re-ranked, as every other
+    like, blocks = set_blocks(NBestSet(str(source), fmt=fmt))
     tally = Tally(like.fmt, metric, EXAMPLES, judge=False)
     with block_writer(out, like) as write:
         apply_blocks(blocks, tuned, scorers, tally, size=chunk, outputs=[write])

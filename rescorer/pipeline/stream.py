@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -18,6 +19,8 @@ from ..errors import ConfigError
 from ..metrics import Metric, NBestStats, Perplexity, paired_bootstrap, significance
 from ..options import RunOptions
 from ..report import Interval, SetReport
+from ..io import with_rank
+from ..io.sets import NBestSet
 from ..types import NBest, Utterance
 from .rerank import ScoredSet, in_order, prepare, rerank
 from .scoring import perplexity
@@ -26,6 +29,15 @@ from .tuned import Tuned
 Output = Callable[[NBest], None]  # takes each re-ranked piece, in order
 EXAMPLES = 10_000  # changed 1-bests an input keeps to show (all are counted)
 CHUNK = 10_000  # utterances scored together (a recording is never split)
+
+
+def set_blocks(source: NBest | NBestSet) -> tuple[NBest, Iterator[NBest]]:
+    """What a list is (its format, meta and source, without utterances) and its blocks: a list in memory as one
+    block, a set named by its files as its reader reads them (a list without any score ranked by its order,
+    :func:`~rescorer.io.with_rank`)."""
+    blocks = iter([source]) if isinstance(source, NBest) else (with_rank(block) for block in source.blocks())
+    first = next(blocks)
+    return first.with_utterances(()), chain([first], blocks)
 
 
 def pieces(blocks: Iterable[NBest], scorers: Mapping[str, BoundScorer], size: int) -> Iterator[NBest]:
@@ -69,7 +81,7 @@ def _cut(owners: Sequence[Sequence[str]], last: Sequence[Mapping[str, int]], don
     ``size`` that no recording of any context spans (``owners``: each context's recording of each held utterance;
     ``last``: each recording's last utterance); 0: none yet."""
     if not owners:
-        return size if held > size else 0
+        return size if held >= size else 0
     reach = -1  # the last held utterance of a recording met so far
     for at in range(held):
         if at >= size and reach < at:
@@ -182,6 +194,7 @@ def apply_blocks(blocks: Iterable[NBest], tuned: Tuned, scorers: Mapping[str, Bo
         tally.add(piece, scored, ranks, scorers)
         for output in outputs:
             output(new)
+        del piece, kept, scored, new  # let this piece go before the next one is read
     tally.seconds += time.perf_counter() - start
     return tally
 
