@@ -2,6 +2,7 @@
 function, called once per run whether the run starts at the command line or in Python."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from rescorer.paths import CONF, DEMO
 from rescorer.io import write_nbest
 from rescorer.pipeline import outdir
 from rescorer.pipeline.bundle import bundle
+from rescorer.studies import distill  # noqa: F401  (imported, so its out_dir is counted too)
 from rescorer.tasks import register_resolvers, run_task
 
 EXCERPT = {"every": 15, "top": 5}
@@ -22,8 +24,8 @@ CTC = {"ctc": {"range": [0, 1], "step": 0.5}}
 
 @pytest.fixture
 def checks(monkeypatch) -> dict[str, int]:
-    """How often each checker ran: the search rule's options, the run options and ``out_dir`` (opened by one function
-for every task)."""
+    """How often each checker ran: the search rule's options, the run options and ``out_dir`` (opened by one
+    function for every task, counted wherever it is imported)."""
     calls = {"search": 0, "run": 0, "out_dir": 0}
 
     def counted(name, function):
@@ -33,7 +35,10 @@ for every task)."""
         return wrapper
 
     monkeypatch.setattr(rules, "search_options", counted("search", rules.search_options))
-    monkeypatch.setattr(outdir, "open_out_dir", counted("out_dir", outdir.open_out_dir))
+    original = outdir.open_out_dir
+    for module in [m for name, m in sys.modules.items() if name.startswith("rescorer.")]:  # wherever it is imported
+        if getattr(module, "open_out_dir", None) is original:
+            monkeypatch.setattr(module, "open_out_dir", counted("out_dir", original))
     monkeypatch.setattr(RunOptions, "of", classmethod(counted("run", RunOptions.of.__func__)))
     return calls
 

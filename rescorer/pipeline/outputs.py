@@ -17,8 +17,7 @@ from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
-from . import outdir
-from .outdir import MARK, OutDir, real
+from .outdir import MARK, OutDir, open_out_dir, real
 
 Output = Callable[[NBest], None]  # takes each re-ranked piece of a list, in order
 
@@ -39,7 +38,7 @@ def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBes
     stores = [scorer.store_path for scorer in scorers.values() if scorer.store_path is not None]
     files = [path for nbest in sets.values() for path in nbest.inputs if os.path.lexists(path)]  # not "generate"
     read = [*files, *stores, *inputs]
-    return outdir.open_out_dir(out_dir, read)
+    return open_out_dir(out_dir, read)
 
 
 def check_output_names(names: Iterable[str]) -> None:

@@ -24,8 +24,7 @@ from ..report.html import write_html
 from ..report.summary import headline
 from ..safetext import visible
 from ..options import RunOptions
-from . import outdir
-from .outdir import SHARDED, SHARDS, Job
+from .outdir import SHARDED, SHARDS, Job, open_out_dir
 from .rescore import depth_warnings
 from .stream import CHUNK, Tally, apply_blocks
 from .tuned import Tuned
@@ -106,8 +105,8 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
     of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a row per shard."""
     paths = list(shards)
-    job = outdir.open_out_dir(out_dir, [*paths, source, *(s.store_path for s in scorers.values())], SHARDED,
-                              {"job": job_key(tuned), "weights": dict(tuned.weights)})
+    job = open_out_dir(out_dir, [*paths, source, *(s.store_path for s in scorers.values())], SHARDED,
+                       {"job": job_key(tuned), "weights": dict(tuned.weights)})
     assert isinstance(job, Job)
     metric = tuned.make_metric()
     results: dict[str, ShardResult] = {}

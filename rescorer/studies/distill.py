@@ -15,7 +15,7 @@ from ..engine import load_scorer
 from ..errors import ConfigError
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
-from ..pipeline import outdir
+from ..pipeline.outdir import TRAINED, open_out_dir
 from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
@@ -82,7 +82,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     """The whole study on plain options (what ``conf/task/distill.yaml`` holds) and ``engine.*`` settings; with
     ``task["heldout"]``, student and teacher are compared on ``sets`` (of the data set named ``data``)."""
     teacher = task["teacher"]
-    out = outdir.open_out_dir(out_dir, read_paths(task, sets), outdir.TRAINED).path
+    out = open_out_dir(out_dir, read_paths(task, sets), TRAINED).path
     texts = training_texts(task)
     config = DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=engine["progress"],
                            engine=dict(engine), **{k: task[k] for k in OPTIONS})
