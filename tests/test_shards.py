@@ -122,15 +122,15 @@ from pathlib import Path
 import rescorer
 from rescorer.pipeline import shards
 
-finish, calls = shards.Job.finish, []
+finish, calls = shards.finish, []
 
-def finish_then_die(self, name, source, result):
+def finish_then_die(job, name, source, result):
     calls.append(name)
     if len(calls) == int(sys.argv[3]):  # the output written, its record not yet: killed at the worst moment
         os.kill(os.getpid(), signal.SIGKILL)
-    finish(self, name, source, result)
+    finish(job, name, source, result)
 
-shards.Job.finish = finish_then_die
+shards.finish = finish_then_die
 rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[4], engine={"progress": False})
 """
 
@@ -288,13 +288,13 @@ import os, signal, sys
 from rescorer.cli import main
 from rescorer.pipeline import shards
 
-finish = shards.Job.finish
+finish = shards.finish
 
-def finish_then_terminate(self, *args):
-    finish(self, *args)
+def finish_then_terminate(job, *args):
+    finish(job, *args)
     os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's timeout does, with the Ray actors at work
 
-shards.Job.finish = finish_then_terminate
+shards.finish = finish_then_terminate
 sys.argv = ["rescorer", *sys.argv[1:]]
 main()
 """

@@ -13,7 +13,8 @@ from ..report.write import report_json
 from ..scorers.loading import model_files
 from ..files import write_text
 from ..shipped import shipped_name
-from .outputs import OutDir, out_dir_for, run_dir
+from .outdir import OutDir, open_out_dir
+from .outputs import run_dir
 from .portable import Models
 from .tuned import FILE, Tuned
 
@@ -32,7 +33,7 @@ def bundle(tuned: str | Path, out_dir: str | Path | OutDir, models: Models = Non
             local[column] = Path(str(model))
         elif entry["spec"] is None:
             raise ConfigError(f"{source}: scorer {column} was an in-memory model: there is nothing to bundle")
-    target = out_dir if isinstance(out_dir, OutDir) else out_dir_for(out_dir, [source, *local.values()])
+    target = out_dir if isinstance(out_dir, OutDir) else open_out_dir(out_dir, [source, *local.values()])
     copied: dict[str, Any] = {}
     with run_dir(target) as out:
         scorers = dict(found.scorers)

@@ -17,53 +17,13 @@ from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
+from .outdir import MARK, OutDir, open_out_dir, real
 
 Output = Callable[[NBest], None]  # takes each re-ranked piece of a list, in order
 
-MARK = "report.json"  # what makes a directory a rescorer run's output (and so replaceable)
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
 ONE_BEST = "1best.txt"
 SET_FILES = (ONE_BEST, *(fmt.one_best for fmt in REGISTRY.values() if fmt.one_best))  # a set's 1-best files
-
-
-@dataclass(frozen=True)
-class OutDir:
-    """An ``out_dir`` a run may replace (:func:`out_dir_for`): new, empty or an earlier run's, holding no input."""
-
-    path: Path
-
-
-def real(path: str | Path) -> Path:
-    """``path`` absolute with every symlink resolved (as far as it exists)."""
-    try:
-        return Path(path).resolve()
-    except (OSError, RuntimeError):  # a symlink loop: compare it as written
-        return Path(os.path.abspath(path))
-
-
-def out_dir_for(out_dir: str | Path, inputs: Iterable[str | Path]) -> OutDir:
-    """``out_dir`` checked before a run starts: not a file, not a directory of something other than a rescorer run,
-    and neither holding, inside nor equal to any of ``inputs`` (what the run reads: lists, references, a tuned
-    rescorer, the score store), which replacing it would delete."""
-    final = Path(out_dir)
-    check_apart(final, inputs)
-    if final.exists() and not final.is_dir():
-        raise ConfigError(f"out_dir={final} is a file")
-    if final.is_dir() and any(final.iterdir()) and not (final / MARK).is_file():
-        raise ConfigError(f"out_dir={final} is not empty and holds no {MARK}: choose a new or empty directory")
-    return OutDir(final)
-
-
-def check_apart(out_dir: Path, inputs: Iterable[str | Path]) -> None:
-    """Refuse an ``out_dir`` that is, holds or lies inside any of ``inputs`` (what the run reads)."""
-    where = real(out_dir)
-    for path in inputs:
-        read = real(path)
-        relation = ("is" if read == where else "holds" if where in read.parents else
-                    "is inside" if read in where.parents else None)
-        if relation:
-            raise ConfigError(f"out_dir={out_dir} {relation} {path}, which this run reads: a run writes over its "
-                              "out_dir, so choose another one")
 
 
 def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBest],
@@ -78,7 +38,7 @@ def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBes
     stores = [scorer.store_path for scorer in scorers.values() if scorer.store_path is not None]
     files = [path for nbest in sets.values() for path in nbest.inputs if os.path.lexists(path)]  # not "generate"
     read = [*files, *stores, *inputs]
-    return out_dir_for(out_dir, [path for path in read if path])
+    return open_out_dir(out_dir, read)
 
 
 def check_output_names(names: Iterable[str]) -> None:

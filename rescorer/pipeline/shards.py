@@ -8,13 +8,12 @@ import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from ..bulk import paused_gc
 from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import Meter
-from ..errors import ConfigError
 from ..files import record_text, record_value, write_text
 from ..io import block_writer
 from ..io.sets import NBestSet
@@ -25,12 +24,11 @@ from ..report.html import write_html
 from ..report.summary import headline
 from ..safetext import visible
 from ..options import RunOptions
-from .outputs import check_apart
+from .outdir import SHARDED, SHARDS, Job, open_out_dir
 from .rescore import depth_warnings
 from .stream import CHUNK, Tally, apply_blocks, set_blocks
 from .tuned import Tuned
 
-SHARDS, DONE, JOB = "shards", "done", "job.json"  # out_dir/shards/NAME, out_dir/done/NAME.json, out_dir/job.json
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
 SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)
 
@@ -74,65 +72,28 @@ def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mappin
     return ShardResult(tally.entry(RunOptions()), tally.changes, time.perf_counter() - start, tally.depth)
 
 
-@dataclass(frozen=True)
-class Job:
-    """A sharded apply's ``out_dir``: where each shard's output and record go, and the job they belong to."""
-
-    root: Path
-    key: str
-
-    def output(self, name: str) -> Path:
-        return self.root / SHARDS / name
-
-    def record(self, name: str) -> Path:
-        return self.root / DONE / f"{name}.json"
-
-    def finished(self, name: str, source: Path) -> ShardResult | None:
-        """The recorded result of shard ``name`` when it is finished for this job: same input (size and time),
-        same tuned rescorer, and its output as written (size and time); else None (it is done again)."""
-        try:
-            record = record_value(self.record(name).read_text(encoding="utf-8"))
-            same = (record["job"] == self.key and record["input"] == stamp(source)
-                    and record["output"] == stamp(self.output(name)))
-            return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
-                               record["seconds"], record["depth"]) if same else None
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def finish(self, name: str, source: Path, result: ShardResult) -> None:
-        """Record shard ``name`` as finished, its output written: a shard killed before its record is redone."""
-        path = self.output(name)
-        result.entry.outputs = {"native": str(path)}
-        write_text(self.record(name), record_text({
-            "job": self.key, "input": stamp(source), "output": stamp(path), "seconds": result.seconds,
-            "depth": result.depth,
-            "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
-
-
-def open_job(out_dir: str | Path, tuned: Tuned, inputs: Sequence[Path], read: Sequence[str | Path | None]) -> Job:
-    """``out_dir`` checked for a sharded apply: apart from every input, new, empty, or this job's own (resumed);
-    one of another tuned rescorer, or anything else, is refused."""
-    root = Path(out_dir)
-    check_apart(root, [*inputs, *(p for p in read if p)])
-    key = job_key(tuned)
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"out_dir={root} is a file")
-    if root.is_dir() and any(root.iterdir()):
-        try:
-            job = record_value((root / JOB).read_text(encoding="utf-8"))["job"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise ConfigError(f"out_dir={root} is not empty and holds no {JOB} of a sharded apply: choose a new or "
-                              "empty directory") from None
-        if job != key:
-            raise ConfigError(f"out_dir={root} holds shards re-ranked by another tuned rescorer (or other weights): "
-                              "choose a new out_dir, or remove it to start again")
+def finished(job: Job, name: str, source: Path) -> ShardResult | None:
+    """The recorded result of shard ``name`` when it is finished for ``job``: same input (size and time), same tuned
+    rescorer, and its output as written (size and time); else None (it is done again)."""
     try:
-        (root / SHARDS).mkdir(parents=True, exist_ok=True)
-        (root / DONE).mkdir(exist_ok=True)
-        write_text(root / JOB, record_text({"job": key, "weights": dict(tuned.weights)}) + "\n")
-    except OSError as err:
-        raise ConfigError(f"out_dir={root}: cannot write there ({err.strerror or err})") from None
-    return Job(root, key)
+        record = record_value(job.record(name).read_text(encoding="utf-8"))
+        same = (record["job"] == job.key and record["input"] == stamp(source)
+                and record["output"] == stamp(job.output(name)))
+        return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
+                           record["seconds"], record["depth"]) if same else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def finish(job: Job, name: str, source: Path, result: ShardResult) -> None:
+    """Record shard ``name`` as finished for ``job``, its output written: a shard killed before its record is
+    redone."""
+    path = job.output(name)
+    result.entry.outputs = {"native": str(path)}
+    write_text(job.record(name), record_text({
+        "job": job.key, "input": stamp(source), "output": stamp(path), "seconds": result.seconds,
+        "depth": result.depth,
+        "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
 
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
@@ -143,7 +104,9 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
     of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a row per shard."""
     paths = list(shards)
-    job = open_job(out_dir, tuned, paths, [source, *(s.store_path for s in scorers.values())])
+    job = open_out_dir(out_dir, [*paths, source, *(s.store_path for s in scorers.values())], SHARDED,
+                       {"job": job_key(tuned), "weights": dict(tuned.weights)})
+    assert isinstance(job, Job)
     metric = tuned.make_metric()
     results: dict[str, ShardResult] = {}
     sizes = {path: input_bytes(path) for path in paths}  # the estimate: input bytes re-ranked per second
@@ -151,7 +114,7 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     kept = 0
     for k, path in enumerate(paths, 1):
         name = shards[path]
-        result = job.finished(name, path)
+        result = finished(job, name, path)
         before = result is not None
         if result is None:
             with paused_gc():
@@ -159,7 +122,7 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
             if not any(r.depth == result.depth for r in results.values()):  # each depth said once
                 for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
                     warn(visible(warning))
-            job.finish(name, path, result)
+            finish(job, name, path, result)
             meter.update(1, sizes[path])
         else:
             meter.skip(1, sizes[path])
@@ -196,15 +159,15 @@ def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned,
                        scorers={column: scorer.signature for column, scorer in scorers.items()},
                        sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes,
                        warnings=warnings)
-    report.html = str(job.root / "report.html")
+    report.html = str(job.path / "report.html")
     written = report.to_json()
     changes = {name: r.changes for name, r in results.items()}
-    write_html(job.root / "report.html", written, changes, None)
+    write_html(job.path / "report.html", written, changes, None)
     table = [("utterances", "utterances"), ("hypotheses", "hypotheses"), ("changed_1best", "1-bests changed")]
     lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:SHOWN]
     lines += [f"Note: {note}" for note in notes] + [f"Warning: {warning}" for warning in warnings]
-    lines.append(f"Outputs in {job.root}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
+    lines.append(f"Outputs in {job.path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
                  "the changes.")
-    write_report(job.root, written, table, f"{data}: {len(results)} shards re-ranked with "
+    write_report(job.path, written, table, f"{data}: {len(results)} shards re-ranked with "
                  f"{', '.join(f'{k}={v:g}' for k, v in tuned.weights.items())}", notes=lines, shown=SHOWN)
     return report

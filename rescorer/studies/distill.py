@@ -3,6 +3,7 @@ then compare the two on every hypothesis of the given N-best sets (held out from
 error, a scatter plot."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,6 +15,7 @@ from ..engine import load_scorer
 from ..errors import ConfigError
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
+from ..pipeline.outdir import TRAINED, open_out_dir
 from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
@@ -31,6 +33,14 @@ def training_texts(task: dict[str, Any]) -> list[str]:
     for name, spec in task["hypotheses"].items():
         texts += NBestSet(**{**spec, "refs": None}, where=f"task.hypotheses.{name}.").read().texts()
     return texts
+
+
+def read_paths(task: dict[str, Any], heldout: Mapping[str, NBestSet]) -> list[str]:
+    """The files the study reads that exist: the teacher's and the starting model, the texts, the N-best sets."""
+    sets = [*task["hypotheses"].values(), *task["lists"].values(), *(vars(s) for s in heldout.values())]
+    paths = [task["teacher"].get("model"), task.get("init"), *(task["texts"] or []),
+             *(spec.get(key) for spec in sets for key in ("nbest", "refs"))]
+    return [str(path) for path in paths if isinstance(path, (str, Path)) and os.path.lexists(path)]
 
 
 def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], student_dir: Path,
@@ -72,8 +82,8 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     """The whole study on plain options (what ``conf/task/distill.yaml`` holds) and ``engine.*`` settings; with
     ``task["heldout"]``, student and teacher are compared on ``sets`` (of the data set named ``data``)."""
     teacher = task["teacher"]
+    out = open_out_dir(out_dir, read_paths(task, sets), TRAINED).path
     texts = training_texts(task)
-    out = Path(out_dir)
     config = DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=engine["progress"],
                            engine=dict(engine), **{k: task[k] for k in OPTIONS})
     result = distill(config) if task["objective"] == "mse" else mwer_distill(config, mwer_options(task, teacher))

@@ -1,0 +1,126 @@
+"""``out_dir`` checked and opened by one function for every task: apart from what the run reads, and new, empty or
+an earlier output of the same kind — a run's (replaced whole), a sharded apply's of the same job or a training's
+(both resumed); anything else is refused in one line."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..errors import ConfigError
+from ..files import record_text, record_value, write_text
+
+MARK = "report.json"  # a run's output, which the next run replaces whole
+JOB, SHARDS, DONE = "job.json", "shards", "done"  # a sharded apply's: out_dir/job.json, shards/NAME, done/NAME.json
+TRAINING = "config.json"  # a training's (task=distill), which the next training resumes
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of output: what it is called, the file that marks a directory holding it, and what may reuse it."""
+
+    holds: str
+    mark: str
+    rule: str
+
+
+RUN = Kind("an earlier run's outputs", MARK, "a run replaces only an earlier run's outputs")
+SHARDED = Kind("a sharded apply's shards", JOB, "a sharded apply resumes only its own job")
+TRAINED = Kind("a training run", TRAINING, "a training resumes only an earlier training")
+KINDS = (SHARDED, TRAINED, RUN)  # asked in this order: a sharded apply and a training write a report.json too
+
+
+@dataclass(frozen=True)
+class OutDir:
+    """An ``out_dir`` checked and opened for a run (:func:`open_out_dir`)."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class Job(OutDir):
+    """A sharded apply's ``out_dir``, opened for the job ``key``: where each shard's output and record go."""
+
+    key: str
+
+    def output(self, name: str) -> Path:
+        return self.path / SHARDS / name
+
+    def record(self, name: str) -> Path:
+        return self.path / DONE / f"{name}.json"
+
+
+def real(path: str | Path) -> Path:
+    """``path`` absolute with every symlink resolved (as far as it exists)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compare it as written
+        return Path(os.path.abspath(path))
+
+
+def kind_held(path: Path) -> Kind | None:
+    """The kind of output a directory holds, by its mark (:data:`KINDS`); None for anything else."""
+    return next((kind for kind in KINDS if (path / kind.mark).is_file()), None)
+
+
+def open_out_dir(out_dir: str | Path, reads: Iterable[str | Path | None], kind: Kind = RUN,
+                 job: Mapping[str, Any] | None = None) -> OutDir:
+    """``out_dir`` checked before a run of ``kind`` starts — not a file; apart from every path in ``reads`` (lists,
+    references, a tuned rescorer, models, the score store: it is, holds or lies inside none); new, empty or an
+    earlier output of ``kind``; writable — and opened: a :class:`Job` for a sharded apply (``job``: its record,
+    ``{"job": KEY, …}``; another job's ``out_dir`` is refused), else an :class:`OutDir`."""
+    path = Path(out_dir)
+    check_apart(path, [read for read in reads if read])
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"out_dir={path} is a file")
+    if path.is_dir() and any(path.iterdir()):
+        held = kind_held(path)
+        if held is None:
+            raise ConfigError(f"out_dir={path} is not empty and holds no {kind.mark}: choose a new or empty directory")
+        if held is not kind:
+            raise ConfigError(f"out_dir={path} holds {held.holds} ({held.mark}): choose a new out_dir; {kind.rule}")
+        if kind is SHARDED:
+            check_same_job(path, job)
+    check_writable(path)
+    if kind is not SHARDED:
+        return OutDir(path)
+    assert job is not None, "a sharded apply's out_dir is opened with its job"
+    try:
+        (path / SHARDS).mkdir(parents=True, exist_ok=True)
+        (path / DONE).mkdir(exist_ok=True)
+        write_text(path / JOB, record_text(dict(job)) + "\n")
+    except OSError as err:
+        raise ConfigError(f"out_dir={path}: cannot write there ({err.strerror or err})") from None
+    return Job(path, job["job"])
+
+
+def check_same_job(path: Path, job: Mapping[str, Any] | None) -> None:
+    """Refuse a sharded apply's ``out_dir`` whose ``job.json`` is not ``job``'s (another tuned rescorer)."""
+    try:
+        recorded = record_value((path / JOB).read_text(encoding="utf-8"))["job"]
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = None
+    if job is None or recorded != job["job"]:
+        raise ConfigError(f"out_dir={path} holds shards re-ranked by another tuned rescorer (or other weights): "
+                          "choose a new out_dir, or remove it to start again")
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an ``out_dir`` whose nearest existing folder is a file or may not be written."""
+    there = next(p for p in (path, *path.parents) if p.exists() or p == p.parent)
+    if not there.is_dir() or not os.access(there, os.W_OK | os.X_OK):
+        why = f"{there} is a file" if there.exists() and not there.is_dir() else f"{there} is not writable"
+        raise ConfigError(f"out_dir={path}: cannot write there ({why})")
+
+
+def check_apart(out_dir: Path, inputs: Iterable[str | Path]) -> None:
+    """Refuse an ``out_dir`` that is, holds or lies inside any of ``inputs`` (what the run reads)."""
+    where = real(out_dir)
+    for path in inputs:
+        read = real(path)
+        relation = ("is" if read == where else "holds" if where in read.parents else
+                    "is inside" if read in where.parents else None)
+        if relation:
+            raise ConfigError(f"out_dir={out_dir} {relation} {path}, which this run reads: a run writes over its "
+                              "out_dir, so choose another one")
