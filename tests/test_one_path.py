@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 import rescorer
 from rescorer import FORMATS, read_nbest, write_nbest
 from rescorer.io import natural_base
+from rescorer.pipeline import RESCORE_COLUMN as RESCORE
 
 from .test_roundtrip import COLUMNS, nbests
 
@@ -87,3 +88,55 @@ def test_a_malformed_list_is_refused_alike_by_every_way(tmp_path):
     assert not any((tmp_path / name).exists() for name in ("again", "named", "memory"))
     assert not (tmp_path / "shards" / "shards" / "bad.jsonl").exists()
     shutil.rmtree(tmp_path / "run")
+
+
+def test_every_and_top_take_the_same_subset_of_a_shard_as_of_a_set(tmp_path):
+    lines = [f'{{"id": "u{k}", "ref": "w{k} b", "hyps": [{{"text": "w{k} a", "scores": {{"am": -1.0, "lm": {-k % 3}.0}}}}, '
+             f'{{"text": "w{k} b", "scores": {{"am": -1.5, "lm": -0.5}}}}, '
+             f'{{"text": "w{k} c", "scores": {{"am": -2.0, "lm": 0.0}}}}]}}\n' for k in range(10)]
+    listed = tmp_path / "list.jsonl"
+    listed.write_text("".join(lines))
+    rescorer.rescore(sets={"dev": str(listed)}, base="am", columns={"lm": {}}, out_dir=tmp_path / "run", bootstrap=1,
+                     retune=None)
+    tuned = tmp_path / "run" / "tuned.yaml"
+    rescorer.apply(None, tuned, inputs=[listed], out_dir=tmp_path / "shards", every=3, top=2)
+    rescorer.apply({"test": {"nbest": str(listed), "every": 3, "top": 2}}, tuned, out_dir=tmp_path / "named")
+    streamed = (tmp_path / "shards" / "shards" / "list.jsonl").read_bytes()
+    assert streamed == (tmp_path / "named" / "test" / "list.jsonl").read_bytes()
+    kept = read_nbest(tmp_path / "shards" / "shards" / "list.jsonl")
+    assert [u.id for u in kept] == ["u0", "u3", "u6", "u9"] and kept.depth == 2  # counted by hand
+    with pytest.raises(rescorer.ConfigError, match="another every or top"):  # another subset is another job
+        rescorer.apply(None, tuned, inputs=[listed], out_dir=tmp_path / "shards", every=3, top=1)
+    with pytest.raises(rescorer.ConfigError, match="top must be"):
+        rescorer.apply(None, tuned, inputs=[listed], out_dir=tmp_path / "other", top=0)
+    with pytest.raises(rescorer.ConfigError, match="a set's own subset is given with the set"):
+        rescorer.apply({"test": str(listed)}, tuned, out_dir=tmp_path / "other", every=2)
+
+
+def test_every_way_of_applying_re_ranks_with_the_one_rerank_function(tmp_path, monkeypatch):
+    """Each way's outputs come from :func:`rescorer.pipeline.rerank.rerank`: replaced by one that marks every total,
+    every way writes the mark (a way that sorted hypotheses by itself would not)."""
+    import importlib
+
+    module, stream = (importlib.import_module(f"rescorer.pipeline.{name}") for name in ("rerank", "stream"))
+    one = module.rerank
+
+    def marked(nbest, features, weights):
+        new, ranks = one(nbest, features, weights)
+        return new.with_utterances([u.with_hyps([h.with_score(RESCORE, 42.0) for h in u.hyps]) for u in new]), ranks
+
+    monkeypatch.setattr(module, "rerank", marked)
+    monkeypatch.setattr(stream, "rerank", marked)
+    good = '{"id": "u%d", "ref": "a b", "hyps": [{"text": "a b", "scores": {"am": -1.0, "lm": -2.0}}]}\n'
+    listed = tmp_path / "list.jsonl"
+    listed.write_text("".join(good % k for k in range(3)))
+    run = rescorer.rescore(sets={"dev": str(listed), "test": str(listed)}, base="am", columns={"lm": {}},
+                           out_dir=tmp_path / "run", bootstrap=1, retune=None)
+    tuned = tmp_path / "run" / "tuned.yaml"
+    rescorer.apply(None, tuned, inputs=[listed], out_dir=tmp_path / "shards")
+    rescorer.apply({"test": {"nbest": str(listed)}}, tuned, out_dir=tmp_path / "named")
+    memory = rescorer.apply({"test": read_nbest(listed)}, tuned, out_dir=tmp_path / "memory")
+    written = [tmp_path / "run" / "test.jsonl", tmp_path / "shards" / "shards" / "list.jsonl",
+               tmp_path / "named" / "test.jsonl", tmp_path / "memory" / "test.jsonl"]
+    lists = [read_nbest(path) for path in written] + [run.nbests["test"], memory.nbests["test"]]
+    assert all(h.scores[RESCORE] == 42.0 for nbest in lists for u in nbest for h in u.hyps)

@@ -21,6 +21,7 @@ from .shards import apply_shards
 from .stream import CHUNK
 from .tuned import Tuned
 
+INPUT_SUBSET = {"every": 1, "top": None}  # what a shard keeps of its utterances and hypotheses: all of them
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options
 ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load_scorer options ({kind, model, …})
 
@@ -153,10 +154,12 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
 
 
 def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs: object, out_dir: object,
-                 fmt: str, chunk: int) -> tuple[dict[str, NBest | NBestSet], dict[Path, str] | None]:
+                 fmt: str, chunk: int, subset: Mapping[str, object]
+                 ) -> tuple[dict[str, NBest | NBestSet], dict[Path, str] | None]:
     """The sets an apply reports on: ``sets`` (one list, named ``name``, or ``{name: list}``); or, when the
-    ``inputs`` are streamed shard by shard (which needs ``out_dir``, a known ``fmt`` and a ``chunk`` ≥ 1), none
-    and the shards' paths with their output names, checked before any model loads."""
+    ``inputs`` are streamed shard by shard (which needs ``out_dir``, a known ``fmt``, a ``chunk`` ≥ 1 and a valid
+    ``subset`` of each: ``every``, ``top``), none and the shards' paths with their output names, checked before any
+    model loads."""
     if (inputs is None) == (sets is None):
         raise ConfigError("give either sets (lists read whole) or inputs (shards streamed to out_dir), not "
                           f"{'both' if inputs is not None else 'neither'}")
@@ -165,7 +168,11 @@ def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs
             raise ConfigError("inputs are re-ranked into out_dir/shards/: give out_dir")
         check_known("fmt", [fmt], ["auto", *REGISTRY])
         Option("integer", low=1).check("chunk", chunk)
+        checked("", subset, {key: SUBSET[key] for key in INPUT_SUBSET})
         return {}, named_inputs(inputs)  # type: ignore[arg-type]
+    if subset != INPUT_SUBSET:
+        raise ConfigError(f"every and top take a subset of the inputs; a set's own subset is given with the set "
+                          f"({{'nbest': PATH, 'every': …, 'top': …}}, data.sets.NAME.every), not {dict(subset)}")
     several = isinstance(sets, Mapping) and "nbest" not in sets and not isinstance(sets, NBestSet)
     return {n: set_of(v, f"sets[{n!r}]" if several else "sets")
             for n, v in (sets.items() if several else [(name, sets)])}, None  # type: ignore[union-attr]
@@ -176,7 +183,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
           scorers: Mapping[str, BoundScorer] | None = None, accept_changed_models: bool = False,
           bootstrap: int = 1000, seed: int = 0, data: str = "data", name: str = "test", run: RunOptions | None = None,
           models: Models = None, inputs: str | Path | Sequence[str | Path] | None = None, fmt: str = "auto",
-          chunk: int = CHUNK) -> Rescored:
+          chunk: int = CHUNK, every: int = 1, top: int | None = None) -> Rescored:
     """Re-rank new N-best lists with a tuned rescorer (``tuned.yaml`` from :func:`rescore` or ``task=rescore``):
     score them with its scorers, apply its weights, and report — the metric where the lists have references, the
     counts and changed 1-bests always.
@@ -200,7 +207,8 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     :param inputs: instead of ``sets``, a corpus of any size: an N-best file, a directory, a glob, ``@LIST`` (a
         file listing the shards) or a list of these (:func:`rescorer.pipeline.inputs.named_inputs`), re-ranked by
         :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their format; ``chunk``:
-        utterances scored together); rerun, a killed apply redoes only unfinished shards.
+        utterances scored together; ``every``: every k-th utterance of each shard; ``top``: each list's best
+        ``top`` hypotheses); rerun, a killed apply redoes only unfinished shards.
     :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
@@ -217,7 +225,8 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
                      data=data, name=name, **({} if isinstance(tuned, Tuned) else {"tuned": tuned})), ARGUMENTS)
     run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed))
-    named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk)
+    subset = {"every": every, "top": top}
+    named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk, subset)
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = (tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)).located(source and Path(source), models)
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
@@ -229,5 +238,5 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     ordered = {c: loaded[c] for c in tuned.scorers}
     if shards is not None:
         return Rescored(apply_shards(shards, tuned, ordered, out_dir=out_dir, fmt=fmt, chunk=chunk, data=data,
-                                     source=source), {}, tuned)
+                                     source=source, **subset), {}, tuned)
     return apply_tuned(named, tuned, ordered, run=run, data=data, out_dir=out_dir, source=source)

@@ -102,7 +102,8 @@ def check_same_job(path: Path, job: Mapping[str, Any] | None) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         recorded = None
     if job is None or recorded != job["job"]:
-        raise ConfigError(f"out_dir={path} holds shards re-ranked by another tuned rescorer (or other weights): "
+        raise ConfigError(f"out_dir={path} holds shards re-ranked by another tuned rescorer (or other weights, or "
+                          "another every or top): "
                           "choose a new out_dir, or remove it to start again")
 
 

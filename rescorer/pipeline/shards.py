@@ -33,12 +33,14 @@ EXAMPLES = 20  # changed 1-bests kept per shard for the report
 SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)
 
 
-def job_key(tuned: Tuned) -> str:
-    """What makes two runs the same job: the weights, the base and tuned columns and each scorer's signature (its
-    model by content), not where the tuned file or its models lie."""
+def job_key(tuned: Tuned, subset: Mapping[str, int | None]) -> str:
+    """What makes two runs the same job: the weights, the base and tuned columns, each scorer's signature (its
+    model by content) and what each shard keeps (``subset``: ``every``, ``top``), not where the tuned file or its
+    models lie."""
     what = {"base": tuned.base.name, "weights": dict(tuned.weights), "penalties": [
         [c.name, c.penalty, c.alpha] for c in (tuned.base, *tuned.columns)],
-        "scorers": {name: entry.get("signature") for name, entry in tuned.scorers.items()}}
+        "scorers": {name: entry.get("signature") for name, entry in tuned.scorers.items()},
+        **({"subset": dict(subset)} if subset != {"every": 1, "top": None} else {})}
     return hashlib.blake2b(record_text(what, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
@@ -60,12 +62,12 @@ class ShardResult:
     depth: int  # the most hypotheses of an utterance
 
 
-def rerank_file(source: Path, out: Path, fmt: str, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
+def rerank_file(source: NBestSet, out: Path, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
                 chunk: int) -> ShardResult:
     """Shard ``source`` re-ranked into ``out`` in its format (atomically), read, scored and written a piece of
     ``chunk`` utterances at a time (:func:`~rescorer.pipeline.stream.apply_blocks`)."""
     start = time.perf_counter()
-    like, blocks = set_blocks(NBestSet(str(source), fmt=fmt))
+    like, blocks = set_blocks(source)
     tally = Tally(like.fmt, metric, EXAMPLES, judge=False)
     with block_writer(out, like) as write:
         apply_blocks(blocks, tuned, scorers, tally, size=chunk, outputs=[write])
@@ -98,14 +100,15 @@ def finish(job: Job, name: str, source: Path, result: ShardResult) -> None:
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                  out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
-                 source: str | None = None) -> Report:
+                 source: str | None = None, every: int = 1, top: int | None = None) -> Report:
     """Re-rank every shard (an input's path and its output's name, from
     :func:`rescorer.pipeline.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
-    of the same job are kept as they are. The report (``report.json``, ``.md``, ``.html``) has a row per shard."""
+    of the same job are kept as they are; of each, every ``every``-th utterance, each cut to its best ``top``. The
+    report (``report.json``, ``.md``, ``.html``) has a row per shard."""
     paths = list(shards)
     job = open_out_dir(out_dir, [*paths, source, *(s.store_path for s in scorers.values())], SHARDED,
-                       {"job": job_key(tuned), "weights": dict(tuned.weights)})
+                       {"job": job_key(tuned, {"every": every, "top": top}), "weights": dict(tuned.weights)})
     assert isinstance(job, Job)
     metric = tuned.make_metric()
     results: dict[str, ShardResult] = {}
@@ -118,7 +121,8 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
         before = result is not None
         if result is None:
             with paused_gc():
-                result = rerank_file(path, job.output(name), fmt, tuned, scorers, metric, chunk)
+                result = rerank_file(NBestSet(str(path), fmt=fmt, every=every, top=top), job.output(name), tuned,
+                                     scorers, metric, chunk)
             if not any(r.depth == result.depth for r in results.values()):  # each depth said once
                 for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
                     warn(visible(warning))

@@ -22,4 +22,4 @@ def run(cfg: Any) -> dict[str, Any]:
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
                  accept_changed_models=task.get("accept_changed_models", False), run=run_options(cfg),
                  models=task.get("models"), data=data, inputs=inputs, fmt=task.get("fmt", "auto"),
-                 chunk=task.get("chunk", 10_000)).report
+                 chunk=task.get("chunk", 10_000), every=task.get("every", 1), top=task.get("top")).report
