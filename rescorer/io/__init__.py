@@ -15,6 +15,7 @@ from .generate import nbest_from_generate
 from .refs import attach_refs, read_refs
 from .format import Format, Sample
 from .formats import REGISTRY, detectable, facts, format_of, register, whole
+from .seen import Seen
 from .target import check_writable
 
 FORMATS = detectable()  # what fmt=auto can find among the shipped formats
@@ -152,7 +153,7 @@ def block_writer(path: str | Path, like: NBest, fmt: str | None = None,
         yield blocks.append
         write_nbest(like.with_utterances([u for block in blocks for u in block.utterances]), path, fmt, score_column)
         return
-    seen: set[str] = set()
+    seen = Seen()
     options = {} if score_column is None else {"score_column": score_column}
     with record.writer(path, like, **options) as write:
         def write_checked(block: NBest) -> None:

@@ -11,6 +11,7 @@ from ..errors import NBestFormatError
 from ..files import atomic_dir, write_text
 from ..types import Hypothesis, NBest, Utterance
 from .codec import document, load_json, loads, value_text
+from .seen import Seen
 from .common import (KeyedLines, find_key, format_number, id_lines, json_score, parse_score, present, read_text,
                      require_ranks, blocks_of)
 from .format import Sample
@@ -50,12 +51,12 @@ def espnet2_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
     roots = _job_roots(path) if path.is_dir() else []
     if not roots:
         raise NBestFormatError(path, None, "no '<n>best_recog' directories found")
-    seen: dict[str, int] = {}  # the ids read so far → the job they were read in
+    seen = Seen()  # the ids read so far → the job they were read in
     utterances = (utt for job, root in enumerate(roots) for utt in _job(root, job, seen))
     yield from blocks_of(utterances, size, lambda found: NBest(found, fmt="espnet2", source=str(path)))
 
 
-def _job(root: Path, job: int, seen: dict[str, int]) -> Iterator[Utterance]:
+def _job(root: Path, job: int, seen: Seen) -> Iterator[Utterance]:
     """The utterances of one job, in the order of its ``1best_recog/text``."""
     with contextlib.ExitStack() as stack:
         ranks: list[_Rank] = []
@@ -81,7 +82,7 @@ class _Rank:
     """One ``<k>best_recog`` directory of a job, read in step with the job's ``1best_recog/text``: its ``text`` and
     the ``score`` (``scores``, ``token``) files beside it, each at the line of the next hypothesis it holds."""
 
-    def __init__(self, directory: Path, rank: int, job: int, seen: dict[str, int]) -> None:
+    def __init__(self, directory: Path, rank: int, job: int, seen: Seen) -> None:
         self.rank, self.job, self.seen = rank, job, seen
         with contextlib.ExitStack() as stack:
             self.text, self.score, self.parts, self.tokens = (

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Iterable, Iterator
 
+import numpy as np
+
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
+from .seen import Seen
 from .common import blocks_of, line_writer, lines_between, offset_lines, parse_score, reading
 from .format import Sample
 from .target import Target
@@ -23,6 +26,7 @@ from .target import Target
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
 _SPACED = re.compile(r"^[SHTDP]-\d+ ")
 _IGNORED = set("AIEWC")
+LARGEST = (1 << 61) - 2  # the largest sentence id read (a dataset index): each its own hash
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -48,16 +52,17 @@ def blocks(path: str | Path, size: int = 0, log_base: str = "auto") -> Iterator[
     def nbest(utterances: list[Utterance]) -> NBest:
         return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
     with reading(path) as handle:
-        utterances = (_utterance(sid, found.lines_of(found.at[sid], handle, path), path, factor, found.has_d)
-                      for sid in sorted(found.at))
+        utterances = (_utterance(found.ids[k], found.lines_of(k, handle, path), path, factor, found.has_d)
+                      for k in np.argsort(np.frombuffer(found.ids, dtype=np.int64), kind="stable").tolist())
         yield from blocks_of(utterances, size, nbest)
 
 
 @dataclass
 class _Sentences:
-    """Where each sentence of a file starts: ``at`` (id → k), the byte and line of the k-th in file order."""
+    """Where each sentence of a file starts: the id, byte and line of the k-th in file order (``seen``: the ids)."""
 
-    at: dict[int, int] = field(default_factory=dict)
+    seen: Seen = field(default_factory=Seen)
+    ids: array = field(default_factory=lambda: array("q"))
     starts: array = field(default_factory=lambda: array("q"))
     numbers: array = field(default_factory=lambda: array("q"))
     has_d: bool = False
@@ -78,14 +83,17 @@ def _sentences(path: Path) -> _Sentences:
                 raise NBestFormatError(path, number, "fields must be separated by tabs", line)
             continue
         kind, sid = match.group(1), int(match.group(2))
+        if sid > LARGEST:
+            raise NBestFormatError(path, number, f"sentence id is larger than {LARGEST}", sid)
         if kind in _IGNORED:
             continue
         if kind not in "STHDP":
             raise NBestFormatError(path, number, "unknown line type", line)
         if sid != current:
-            if sid in found.at:
+            if sid in found.seen:
                 raise NBestFormatError(path, number, "sentence id appears in two separate blocks", sid)
-            found.at[sid] = len(found.starts)
+            found.seen.add(sid)
+            found.ids.append(sid)
             found.starts.append(offset)
             found.numbers.append(number)
             current, has_h = sid, False
@@ -93,7 +101,7 @@ def _sentences(path: Path) -> _Sentences:
         found.has_d = found.has_d or kind == "D"
         if kind in "DP" and not has_h:
             raise NBestFormatError(path, number, f"{kind} line before any H line of sentence {sid}", line)
-    if not found.at:
+    if not found.ids:
         raise NBestFormatError(path, None, "no fairseq H- lines found")
     return found
 

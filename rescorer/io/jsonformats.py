@@ -22,6 +22,7 @@ from ..files import atomic_file, write_text
 from ..types import CANONICAL, EMPTY, Hypothesis, NBest, Utterance
 from .codec import (DecodeError, decoder, document, encode_lines, finite_scores, json_error, json_line, json_lines,
                     load_json, loads, value_text)
+from .seen import Seen
 from .common import binary_blocks, blocks_of, find_key, json_score, line_writer, parse_score, read_text, require_ranks
 from .format import Sample
 from .target import NATIVE_KEY, Target
@@ -87,7 +88,7 @@ def jsonl_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
     Errors name the file and line."""
     path = Path(path)
     meta: dict[str, str] | None = None
-    seen: set[str] = set()
+    seen, made = Seen(), False
     number, found = 0, []
     for block in binary_blocks(path, BLOCK):
         for data in block:
@@ -103,14 +104,14 @@ def jsonl_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
         while found and len(found) >= (size or len(found)):
             cut = size or len(found)
             yield NBest(found[:cut], fmt=CANONICAL, meta=meta, source=str(path))
-            found = found[cut:]
+            found, made = found[cut:], True
     if meta is None:
         raise NBestFormatError(path, None, "file is empty")
-    if found or not seen:
+    if found or not made:
         yield NBest(found, fmt=CANONICAL, meta=meta, source=str(path))
 
 
-def _utterance(data: bytes, path: Path, number: int, seen: set[str]) -> Utterance:
+def _utterance(data: bytes, path: Path, number: int, seen: Seen) -> Utterance:
     """The utterance of line ``number`` (``data``), its id new in ``seen`` (then added)."""
     try:
         line = _LINE(data)
@@ -208,7 +209,7 @@ def sockeye_blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
 def _sockeye_utterances(path: Path, facts: dict[str, str]) -> Iterator[Utterance]:
     """The utterances of a Sockeye file, a line each; ``facts["factored"]``: whether the first line's scores are
     lists."""
-    seen: set[str] = set()
+    seen = Seen()
     for number, obj in json_lines(path):
         if not isinstance(obj, dict) or "translation" not in obj and "translations" not in obj:
             raise NBestFormatError(path, number, "expected a Sockeye object with 'translation(s)'", obj)

@@ -13,6 +13,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
+from .seen import Seen
 from .common import blocks_of, iter_lines, line_writer, parse_score
 from .format import Sample
 from .target import Target
@@ -103,7 +104,7 @@ def blocks(path: str | Path, size: int = 0) -> Iterator[NBest]:
 def _utterances(path: Path, facts: dict[str, str]) -> Iterator[Utterance]:
     """The utterances of a Moses/Marian file, the lines of each together (an id that comes back is refused);
     ``facts``: the list's format and label style, from its first line."""
-    seen: set[str] = set()
+    seen = Seen()
     sid, hyps, origin, blank = "", [], "", None
     for number, line in iter_lines(path):
         if not line.strip():

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..types import Hypothesis, NBest, Utterance
 from .codec import CHUNK, json_items, json_line, json_lines, load_json, value_text
+from .seen import Seen
 from .common import binary_chunks, blocks_of, csv_lines, head_line, is_number_text, parse_score
 from .format import Sample
 
@@ -288,7 +289,7 @@ def grouped(uid: str, group: list[tuple[int, int, Mapping[str, Any]]], spec: Fie
 def distinct(utterances: Iterable[Utterance], path: Path, container: str) -> Iterator[Utterance]:
     """``utterances``, each id once (a second is refused, naming where the first was read); an empty CSV cell is no
     reference."""
-    seen: dict[str, int] = {}
+    seen = Seen()
     for utt in utterances:
         line = int(utt.origin.rpartition(":")[2])
         if utt.id in seen:

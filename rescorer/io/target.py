@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
+from .seen import Seen
 from .common import format_number, line_id_problem, read_at
 
 if TYPE_CHECKING:
@@ -135,11 +136,11 @@ def check_stem_id(utt_id: str, path: str | Path) -> None:
         raise NBestFormatError(path, None, "utterance id cannot be an audio file stem in a NeMo manifest", utt_id)
 
 
-def check_writable(nbest: NBest, fmt: "Format", path: str | Path, seen: set[str] | None = None) -> None:
+def check_writable(nbest: NBest, fmt: "Format", path: str | Path, seen: Seen | None = None) -> None:
     """Refuse, before anything is written, what ``fmt`` cannot hold or its reader would read differently (``seen``:
     the ids of the blocks before, where the list is written block by block)."""
     path = Path(path)
-    seen = set() if seen is None else seen
+    seen = Seen() if seen is None else seen
     for utt in nbest:
         if utt.id in seen:
             raise NBestFormatError(path, None, "duplicate utterance id", utt.id)

@@ -207,8 +207,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     :param inputs: instead of ``sets``, a corpus of any size: an N-best file, a directory, a glob, ``@LIST`` (a
         file listing the shards) or a list of these (:func:`rescorer.pipeline.inputs.named_inputs`), re-ranked by
         :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their format; ``chunk``:
-        utterances scored together; ``every``: every k-th utterance of each shard; ``top``: each list's best
-        ``top`` hypotheses); rerun, a killed apply redoes only unfinished shards.
+        utterances scored together; ``every``, ``top``: as a set's); rerun, a killed apply redoes the rest.
     :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
@@ -225,8 +224,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
                      data=data, name=name, **({} if isinstance(tuned, Tuned) else {"tuned": tuned})), ARGUMENTS)
     run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed))
-    subset = {"every": every, "top": top}
-    named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk, subset)
+    named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk, subset := {"every": every, "top": top})
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = (tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)).located(source and Path(source), models)
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
