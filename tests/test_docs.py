@@ -229,3 +229,13 @@ def test_no_page_speaks_of_how_the_project_was_built():
             if BUILD_TALK.search(line):
                 hits.append(f"{rel}:{number}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+def test_the_command_line_page_shows_the_help_the_command_prints():
+    from rescorer.cli import usage
+
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    shown = page.split("$ rescorer --help\n", 1)[1].split("```", 1)[0].splitlines()
+    printed = usage().splitlines()
+    groups = [line for line in printed if re.match(r"\s+\+?\w+=", line)]
+    assert groups and all(line in shown for line in groups), [line for line in groups if line not in shown]

@@ -84,3 +84,18 @@ def test_a_number_that_rounds_to_zero_never_shows_a_minus_sign():
     assert [number(-0.001), number(-0.001, "+.2f"), number(-0.0), number(-0.0001, ".1%")] == ["0.00", "+0.00", "0.00",
                                                                                                "0.0%"]
     assert [number(-0.005001), number(-0.5, "+.2f"), number(0.004, "+.2f")] == ["-0.01", "-0.50", "+0.00"]
+
+
+def test_a_bundle_shows_the_tuned_path_and_out_dir_inert(tmp_path, capsys, terminal):
+    from rescorer.pipeline.bundle import bundle
+
+    source = hostile_list(tmp_path / "in.jsonl")
+    hostile = tmp_path / "\x1b]0;pwned\x07run\x1b[2J"
+    rescorer.rescore(sets={"dev": str(source)}, base="am", columns={"lm": {"range": [0, 1], "step": 0.5}},
+                     out_dir=hostile, bootstrap=1, retune=None)
+    capsys.readouterr()
+    bundle(hostile / "tuned.yaml", tmp_path / "bundle\x1b[31m")
+    terminal = capsys.readouterr()
+    shown = terminal.out + terminal.err
+    assert "bundled" in shown and not any(bad in shown for bad in CONTROLS), shown
+    assert "\\x1b]0;pwned\\x07run\\x1b[2J" in shown and "bundle\\x1b[31m" in shown  # shown, not applied

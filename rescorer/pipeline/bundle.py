@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..log import info
+from ..safetext import visible
 from ..report.write import report_json
 from ..scorers.loading import model_files
 from ..files import write_text
@@ -51,6 +52,6 @@ def bundle(tuned: str | Path, out_dir: str | Path | OutDir, models: Models = Non
                   "named": {c: str(e["spec"]["model"]) for c, e in found.scorers.items() if c not in local}}
         write_text(out.work / "report.json", report_json(report))
     size = sum(entry["bytes"] for entry in copied.values())
-    info(f"bundled {source} with {len(copied)} model(s) ({size / 1e6:.1f} MB) into {target.path}: apply it anywhere "
-         f"with rescorer task=apply task.tuned={target.path / FILE}")
+    info(f"bundled {visible(source)} with {len(copied)} model(s) ({size / 1e6:.1f} MB) into {visible(target.path)}: "
+         f"apply it anywhere with rescorer task=apply task.tuned={visible(target.path / FILE)}")
     return report

@@ -53,6 +53,27 @@ def located_model(model: str, column: str, source: Path | None, models: Models) 
                       "(rescorer.apply(..., models=…)); its content is checked against the tuned one")
 
 
+def check_moved(models: Models, scorers: Mapping[str, Mapping]) -> None:
+    """Refuse ``models`` that cannot say where a tuned file's model is: a directory that is not there, or an entry
+    that names no scorer column or model of the file (``scorers``) or a path that is not there."""
+    if models is None:
+        return
+    if not isinstance(models, Mapping):
+        path = Path(models).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"models={models}: {'not a directory' if path.exists() else 'no such directory'} "
+                              "(models is a directory holding moved models, or {column or model name: PATH})")
+        return
+    names = {column: Path(str((entry.get("spec") or {}).get("model") or "")).name for column, entry in scorers.items()}
+    for key, path in models.items():
+        if key not in names and key not in names.values():
+            known = sorted({*names, *filter(None, names.values())})
+            raise ConfigError(f"models.{key}: the tuned file has no scorer column or model of that name (it has "
+                              f"{', '.join(known) or 'none'})")
+        if not Path(str(path)).expanduser().exists():
+            raise ConfigError(f"models.{key}={path}: no such file or directory")
+
+
 def moved_model(name: str, column: str, models: Models) -> str | None:
     """A moved model's path from ``models``: ``DIR/name``, or the entry for the column or for the model's name."""
     if models is None:

@@ -18,11 +18,12 @@ from ..metrics import Metric, make_metric
 from ..options import Option
 from ..scorers import KINDS, option_names
 from ..version import TOOL, __version__
-from .portable import Models, located_model, portable_model
+from .portable import Models, check_moved, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
 # What a tuned file never decides: code execution, and where and how the applying run computes.
+ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
                       "scale", "loaded", "grammar"})
 TOP = {"rescorer": Option("text"), "data": Option("text"), "tuned_on": Option("text"), "search": Option("text"),
@@ -119,6 +120,7 @@ class Tuned:
         if models is not None and not isinstance(models, (str, os.PathLike, Mapping)):
             raise ConfigError(f"models must be a directory or {{column or model name: path}}, not "
                               f"{type(models).__name__}")
+        check_moved(models, self.scorers)
         scorers = {name: {**entry, "spec": {**entry["spec"], "model": located_model(str(entry["spec"]["model"]), name,
                                                                                     source, models)}}
                    if entry["spec"] and entry["spec"].get("model") else entry for name, entry in self.scorers.items()}
@@ -142,8 +144,8 @@ class Tuned:
             now = local_fingerprint(target)
             if now is not None and now != was:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with (the files of "
-                                  f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or pass "
-                                  "task.accept_changed_models=true to apply anyway")
+                                  f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or apply anyway "
+                                  f"with {ACCEPT}")
 
     def check(self, scorers: Mapping[str, BoundScorer], path: str | Path, accept_changed: bool = False) -> None:
         """Refuse a scorer whose signature differs from the tuned one (the model or its options changed since),
@@ -152,7 +154,7 @@ class Tuned:
             differ = changed_fields(self.scorers[name]["signature"], scorer.signature)
             if differ and not accept_changed:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with "
-                                  f"({differ}); retune, or pass task.accept_changed_models=true to apply anyway")
+                                  f"({differ}); retune, or apply anyway with {ACCEPT}")
 
 
 def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:
