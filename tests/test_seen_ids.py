@@ -26,6 +26,15 @@ def test_ids_keep_their_numbers_once_they_are_older(few_recent):
         seen["nope"]
 
 
+def test_ids_met_without_numbers_keep_8_bytes_each_until_one_is_given(few_recent):
+    seen = Seen()
+    for k in range(9):
+        seen.add(f"utt{k}")
+    assert seen.numbers is None and seen.hashes.size == 8 and "utt0" in seen and seen["utt7"] == 0
+    seen["utt3"] = 5
+    assert seen["utt3"] == 5 and seen["utt4"] == 0 and seen["utt8"] == 0 and seen.numbers.size == 8
+
+
 def test_a_duplicate_id_far_from_its_first_copy_is_refused_where_it_comes_again(few_recent, tmp_path):
     line = '{"id": "u%d", "hyps": [{"text": "a", "scores": {"am": -1.0}}]}\n'
     listed = tmp_path / "list.jsonl"

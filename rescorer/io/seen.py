@@ -7,16 +7,17 @@ import numpy as np
 
 
 class Seen:
-    """The keys a reader has met (utterance ids), each with a number (where it was met), in about 16 bytes a key
-    however many there are: the latest :data:`RECENT` in a dict, the others as the sorted 64-bit hashes of their keys
-    beside their numbers (two keys of one hash, a chance of 2**-64 a pair, would be taken for one)."""
+    """The keys a reader has met (utterance ids), each with a number (where it was met; 0 unless given), in about 8
+    bytes a key however many there are (16 where numbers are given): the latest :data:`RECENT` in a dict, the others
+    as the sorted 64-bit hashes of their keys, with their numbers beside them (two keys of one hash, a chance of
+    2**-64 a pair, would be taken for one)."""
 
     RECENT = 1 << 16
 
     def __init__(self) -> None:
         self.recent: dict[Hashable, int] = {}
         self.hashes = np.empty(0, dtype=np.int64)
-        self.numbers = np.empty(0, dtype=np.int64)
+        self.numbers: np.ndarray | None = None  # None while every number is 0
 
     def _older(self, key: Hashable) -> int | None:
         """Where ``key`` is among the older keys, if it is."""
@@ -30,7 +31,7 @@ class Seen:
         """The number ``key`` was met with, None if it was not."""
         found = self.recent.get(key)
         if found is None and (at := self._older(key)) is not None:
-            return int(self.numbers[at])
+            return 0 if self.numbers is None else int(self.numbers[at])
         return found
 
     def __contains__(self, key: Hashable) -> bool:
@@ -45,16 +46,27 @@ class Seen:
     def __setitem__(self, key: Hashable, number: int) -> None:
         at = self._older(key) if key not in self.recent else None
         if at is not None:
-            self.numbers[at] = number
+            self._numbers()[at] = number
             return
         self.recent[key] = number
         if len(self.recent) >= self.RECENT:
-            codes = np.fromiter(map(hash, self.recent), dtype=np.int64, count=len(self.recent))
-            numbers = np.fromiter(self.recent.values(), dtype=np.int64, count=len(self.recent))
-            hashes = np.concatenate([self.hashes, codes])
-            order = np.argsort(hashes, kind="stable")
-            self.hashes, self.numbers = hashes[order], np.concatenate([self.numbers, numbers])[order]
-            self.recent = {}
+            self._settle()
 
     def add(self, key: Hashable, number: int = 0) -> None:
         self[key] = number
+
+    def _numbers(self) -> np.ndarray:
+        if self.numbers is None:
+            self.numbers = np.zeros(self.hashes.size, dtype=np.int64)
+        return self.numbers
+
+    def _settle(self) -> None:
+        """The recent keys moved among the older ones, in one insertion (one new array of each kind)."""
+        codes = np.fromiter(map(hash, self.recent), dtype=np.int64, count=len(self.recent))
+        order = np.argsort(codes, kind="stable")
+        at = np.searchsorted(self.hashes, codes[order])
+        if self.numbers is not None or any(self.recent.values()):
+            numbers = np.fromiter(self.recent.values(), dtype=np.int64, count=len(self.recent))
+            self.numbers = np.insert(self._numbers(), at, numbers[order])
+        self.hashes = np.insert(self.hashes, at, codes[order])
+        self.recent = {}
