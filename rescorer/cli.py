@@ -18,13 +18,26 @@ GROUPS = ("data", "scorer", "model", "engine", "search", "pairs", "experiment")
 SIGNAL_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as a shell reports it
 
 
-def interrupted(cfg=None, status: int = 130) -> None:
-    """One line, then exit ``status`` at once: an interrupt can land inside a half-done import whose exit hooks would
-    print or re-raise the signal, and everything that was finished is already in the store. The run's staging files
-    go first (a module not imported yet has none)."""
+def remove_own_staging() -> None:
+    """The run's staging files, removed (a module not imported yet has none): what was finished stays."""
     files = sys.modules.get("rescorer.files")
     if files is not None and hasattr(files, "remove_own_staging"):
         files.remove_own_staging()
+
+
+def output_closed() -> NoReturn:
+    """Standard output was closed by its reader (``rescorer … | head -1``): stop quietly at once, as a command in a
+    pipe does (status 141, 128 + SIGPIPE), keeping what was finished; a rerun goes on from there."""
+    remove_own_staging()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush into the closed pipe
+    os._exit(141)
+
+
+def interrupted(cfg=None, status: int = 130) -> None:
+    """One line, then exit ``status`` at once: an interrupt can land inside a half-done import whose exit hooks would
+    print or re-raise the signal, and everything that was finished is already in the store. The run's staging files
+    go first."""
+    remove_own_staging()
     store = cfg.get("engine", {}).get("store") if cfg is not None else None
     saved = f"finished scores are in {store}; " if store and os.path.isfile(store) else ""  # opened, so it holds them
     print(f"rescorer: interrupted: {saved}rerun the same command to resume", file=sys.stderr)
@@ -56,6 +69,8 @@ def run(cfg) -> None:
             signal.signal(signum, signal.SIG_IGN)
     except KeyboardInterrupt:
         interrupted(cfg)
+    except BrokenPipeError:
+        output_closed()
     except Exception as err:
         reason = user_error(err)
         if reason is None:

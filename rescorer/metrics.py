@@ -239,13 +239,6 @@ class NBestStats:
             stats[empty, 0] = metric.segment_stats(refs_of_empty, [""] * len(refs_of_empty))
         return cls(metric, stats, lengths)
 
-    @classmethod
-    def joined(cls, parts: Sequence["NBestStats"]) -> "NBestStats":
-        """The statistics of consecutive parts of one list as one (zero-padded to the deepest part)."""
-        width = max(part.stats.shape[1] for part in parts)
-        padded = [np.pad(part.stats, ((0, 0), (0, width - part.stats.shape[1]), (0, 0))) for part in parts]
-        return cls(parts[0].metric, np.concatenate(padded), np.concatenate([part.lengths for part in parts]))
-
     @cached_property
     def valid(self) -> np.ndarray:
         return np.arange(self.stats.shape[1])[None, :] < np.maximum(self.lengths, 1)[:, None]

@@ -20,7 +20,8 @@ def tuned(tmp_path_factory):
 
 
 @pytest.mark.parametrize("models, message", [
-    ("/nonexistent/models", "models=/nonexistent/models: no such directory"),
+    ("/nonexistent/models", "models=/nonexistent/models: no such directory (models is a directory holding moved "
+                            "models, or {column or model name: PATH})"),
     ({"lm": "/somewhere"}, "models.lm: the tuned file has no scorer column or model of that name (it has none)"),
 ])
 def test_models_that_say_nothing_about_the_tuned_file_are_refused(tuned, tmp_path, models, message):

@@ -49,8 +49,8 @@ def test_a_duplicate_id_far_from_its_first_copy_is_refused_where_it_comes_again(
     assert [u.id for u in rescorer.read_nbest(fairseq)] == ["0", "2", "3", "5", "7", "11", "19"]
 
 
-def test_a_fairseq_id_too_large_to_tell_apart_is_refused(tmp_path):
+def test_a_fairseq_id_too_large_for_64_bits_is_refused(tmp_path):
     fairseq = tmp_path / "gen.txt"
-    fairseq.write_text(f"H-{1 << 61}\t-1.0\ta\n")
+    fairseq.write_text(f"H-{1 << 63}\t-1.0\ta\n")
     with pytest.raises(rescorer.NBestFormatError, match="sentence id is larger than"):
         rescorer.read_nbest(fairseq)

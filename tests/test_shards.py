@@ -392,3 +392,22 @@ def test_an_apply_asked_for_progress_prints_nothing_under_logging_disable(demo_s
     assert [s.utterances for s in sharded.report.sets.values()] == [20, 20]
     assert whole.report.sets["dev"].utterances == 40
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_closed_standard_output_ends_the_apply_quietly_and_the_rerun_completes(demo_shards, tuned, tmp_path):
+    arguments = [sys.executable, "-m", "rescorer.cli", "task=apply", f"task.tuned={tuned}", "engine.store=null",
+                 f"task.inputs={demo_shards / 'shards'}", f"out_dir={tmp_path / 'out'}", "engine.progress=false"]
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line (as `| head -0` would): every write fails
+    try:
+        done = subprocess.run(arguments, stdout=write, stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr[-3000:]
+    assert len(list((tmp_path / "out" / "done").iterdir())) == 1  # the shard finished before its line is kept
+    again = subprocess.run(arguments, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    lines = [line for line in again.stdout.splitlines() if line.startswith("shard ")]
+    assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["data"] == str(demo_shards / "shards")  # named after the inputs, not a data group

@@ -12,6 +12,8 @@ from .common import bench_model, bench_texts, best_time, save, stamp
 from .flops import peak_flops, rate, shown, work
 from .precision import bf16_error, described
 
+OUT_OF_MEMORY = "out of memory"  # a peer's batch size too large for the device
+
 OPTIONS = {"pll": {"variant": "original"}, "ll": {}}  # what the peers compute
 
 
@@ -57,19 +59,37 @@ def lm_scorer_run(path: Path, texts: list[str], device: str, batch: int, repeats
 
 def peer_times(kind: str, path: Path, texts: list[str], device: str, batches: tuple[int, ...],
                peers: tuple[str, ...], repeats: int) -> dict[str, Any]:
-    """Seconds of each peer at each batch size ("not installed" for a missing one)."""
+    """Seconds of each peer at each batch size, smallest first ("not installed" for a missing one; a batch size
+    that runs out of memory is marked so, and larger ones are not tried: the peer's best is among those that ran)."""
     runners = {"minicons": lambda b: minicons_run(kind, path, texts, device, b, repeats)}
     if kind == "ll":
         runners["lm-scorer"] = lambda b: lm_scorer_run(path, texts, device, b, repeats)
     times: dict[str, Any] = {}
     for peer in (p for p in peers if p in runners):
-        for batch in batches:
+        for batch in sorted(batches):
             try:
                 times[f"{peer} b={batch}"] = runners[peer](batch)
             except ImportError:
                 times[peer] = "not installed"
                 break
+            except RuntimeError as err:  # torch's out-of-memory error is one
+                if "out of memory" not in str(err).lower():
+                    raise
+                times[f"{peer} b={batch}"] = OUT_OF_MEMORY
+                release_memory()
+                break
     return times
+
+
+def release_memory() -> None:
+    """Give back what a failed batch left on the GPU, if one is in use."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def bench(kind: str = "pll", size: str = "base", n: int = 200, engine: dict[str, Any] | None = None,

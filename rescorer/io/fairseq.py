@@ -18,7 +18,6 @@ import numpy as np
 
 from ..errors import NBestFormatError
 from ..types import Hypothesis, NBest, Utterance
-from .seen import Seen
 from .common import blocks_of, line_writer, lines_between, offset_lines, parse_score, reading
 from .format import Sample
 from .target import Target
@@ -26,7 +25,7 @@ from .target import Target
 LINE = re.compile(r"^([A-Z])-(\d+)\t")
 _SPACED = re.compile(r"^[SHTDP]-\d+ ")
 _IGNORED = set("AIEWC")
-LARGEST = (1 << 61) - 2  # the largest sentence id read (a dataset index): each its own hash
+LARGEST = (1 << 63) - 1  # the largest sentence id read (a dataset index)
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -53,19 +52,29 @@ def blocks(path: str | Path, size: int = 0, log_base: str = "auto") -> Iterator[
         return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
     with reading(path) as handle:
         utterances = (_utterance(found.ids[k], found.lines_of(k, handle, path), path, factor, found.has_d)
-                      for k in np.argsort(np.frombuffer(found.ids, dtype=np.int64), kind="stable").tolist())
+                      for k in found.in_id_order(path))
         yield from blocks_of(utterances, size, nbest)
 
 
 @dataclass
 class _Sentences:
-    """Where each sentence of a file starts: the id, byte and line of the k-th in file order (``seen``: the ids)."""
+    """Where each sentence of a file starts: the id, byte and line of the k-th in file order."""
 
-    seen: Seen = field(default_factory=Seen)
     ids: array = field(default_factory=lambda: array("q"))
     starts: array = field(default_factory=lambda: array("q"))
     numbers: array = field(default_factory=lambda: array("q"))
     has_d: bool = False
+
+    def in_id_order(self, path: Path) -> np.ndarray:
+        """The sentences (their places in file order) sorted by id; an id whose lines come in two separate runs is
+        refused, naming the line where it comes again."""
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        again = order[1:][ids[order[1:]] == ids[order[:-1]]]
+        if again.size:
+            k = int(again.min())
+            raise NBestFormatError(path, self.numbers[k], "sentence id appears in two separate blocks", self.ids[k])
+        return order
 
     def lines_of(self, k: int, handle: BinaryIO, path: Path) -> Iterator[tuple[int, str]]:
         """(number, line) of the lines of the k-th sentence (and of what comes between it and the next)."""
@@ -90,9 +99,6 @@ def _sentences(path: Path) -> _Sentences:
         if kind not in "STHDP":
             raise NBestFormatError(path, number, "unknown line type", line)
         if sid != current:
-            if sid in found.seen:
-                raise NBestFormatError(path, number, "sentence id appears in two separate blocks", sid)
-            found.seen.add(sid)
             found.ids.append(sid)
             found.starts.append(offset)
             found.numbers.append(number)

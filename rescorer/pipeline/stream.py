@@ -107,8 +107,8 @@ class Tally:
     verdicts: Counter = field(default_factory=Counter)
     changes: list[Change] = field(default_factory=list)
     judged: bool | None = None
-    stats: list[NBestStats] = field(default_factory=list)
-    ranks: list[np.ndarray] = field(default_factory=list)
+    stats: list[np.ndarray] = field(default_factory=list)  # each piece's [utterance, (input, rescored) 1-best, stat]
+    oracle: np.ndarray | None = None  # the statistics of each piece's oracle 1-bests, summed
     ppl: dict[str, dict[str, Perplexity]] = field(default_factory=dict)
     cut: Counter = field(default_factory=Counter)  # texts whose context was cut to fit the model, by column
     seconds: float = 0.0
@@ -123,9 +123,11 @@ class Tally:
         self.changed += len(found)
         self.verdicts.update(c.verdict for c in found)
         self.changes += found[: max(self.examples - len(self.changes), 0)]
-        if scored.stats is not None:
-            self.stats.append(scored.stats)
-            self.ranks.append(np.asarray(ranks, dtype=np.int64))
+        if scored.stats is not None:  # kept: what the report needs of each utterance, not every hypothesis' own
+            found, rows = scored.stats.stats, np.arange(len(piece))
+            self.stats.append(np.stack([found[rows, 0], found[rows, ranks]], axis=1).astype(np.int32))
+            best = found[rows, scored.stats.oracle_ranks()].sum(0)
+            self.oracle = best if self.oracle is None else self.oracle + best
         for column, scorer in scorers.items():
             known = scored.scores[column]
             if scorer.context is not None:
@@ -160,12 +162,13 @@ class Tally:
                                for column, found in self.ppl.items()})
         if not self.stats:
             return entry
-        stats, ranks, metric = NBestStats.joined(self.stats), np.concatenate(self.ranks), self.metric
-        base, scale = stats.baseline_ranks(), metric.scale
+        kept, metric = np.concatenate(self.stats), self.metric
+        stats = NBestStats(metric, kept, np.full(len(kept), 2))  # per utterance: the input 1-best, the rescored one
+        base, ranks, scale = stats.baseline_ranks(), np.ones(len(kept), dtype=np.int64), metric.scale
         ci = paired_bootstrap(stats, base, ranks, samples=run.bootstrap, seed=run.seed)
         entry.baseline = {metric.name: scale * stats.score(base)}
         entry.rescored = {metric.name: scale * stats.score(ranks)}
-        entry.oracle = {metric.name: scale * stats.score(stats.oracle_ranks())}
+        entry.oracle = {metric.name: scale * float(metric.from_stats(self.oracle))}
         entry.ci95 = Interval(of=f"rescored - baseline {metric.name}", low=scale * ci["low"], high=scale * ci["high"],
                               p_better=ci["p_better"], samples=ci["samples"])
         entry.change = significance(ci["low"], ci["high"], metric.higher_is_better, self.utterances, run.bootstrap,

@@ -15,6 +15,7 @@ from ..combine import Column
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..metrics import Metric, make_metric
+from ..safetext import visible
 from ..options import Option
 from ..scorers import KINDS, option_names
 from ..version import TOOL, __version__
@@ -76,7 +77,7 @@ class Tuned:
                 "columns": {c.name: {"weight": self.weights[c.name], "penalty": c.penalty, "alpha": c.alpha}
                             for c in self.columns},
                 "scorers": {name: {"spec": specs[name], "signature": s["signature"]} for name, s in self.scorers.items()}}
-        return HEADER.format(path=path) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000)
+        return HEADER.format(path=visible(path)) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000)
 
     def __post_init__(self) -> None:
         for name, weight in self.weights.items():

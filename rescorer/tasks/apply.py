@@ -17,8 +17,8 @@ def run(cfg: Any) -> dict[str, Any]:
     if inputs is None:
         corpus = data_of(cfg)
         sets, data = dict(corpus.sets), corpus.name
-    else:
-        sets, data = None, str(plain(cfg.data).get("name", "data")) if "data" in cfg else "data"
+    else:  # the report is named after the inputs, not after a data group they do not come from
+        sets, data = None, ", ".join(map(str, inputs)) if isinstance(inputs, list) else str(inputs)
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
                  accept_changed_models=task.get("accept_changed_models", False), run=run_options(cfg),
                  models=task.get("models"), data=data, inputs=inputs, fmt=task.get("fmt", "auto"),
