@@ -1,4 +1,5 @@
-"""Whole-file content hashes (BLAKE2b), cached by (resolved path, size, mtime_ns) so a second look is free.
+"""Whole-file content hashes (BLAKE2b): a model's files cached by (resolved path, size, mtime_ns) so a second look
+is free; an input's file or directory never cached, read whole each time (:func:`content_digest`).
 
 The cache is one small JSON file under the user cache dir (``$RESCORER_CACHE``, else ~/.cache/rescorer),
 rewritten atomically; a missing, corrupt or unwritable cache only costs a re-hash. A file rewritten in
@@ -11,6 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from .errors import NBestFormatError
 from .files import record_text, record_value, write_text
 from .paths import cache_dir
 
@@ -18,9 +20,9 @@ CHUNK = 16 << 20  # bytes read at a time
 CACHE_NAME = "file-hashes.json"
 
 
-def _hash_file(path: Path) -> str:
-    """BLAKE2b of the whole content, streamed."""
-    digest = hashlib.blake2b()
+def _hash_file(path: Path, size: int = 64) -> str:
+    """BLAKE2b (``size`` bytes) of the whole content, streamed."""
+    digest = hashlib.blake2b(digest_size=size)
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
@@ -64,3 +66,21 @@ def file_digests(files: list[Path]) -> list[str]:
     if changed:
         _save(cache, entries)
     return out
+
+
+def content_digest(path: Path) -> str:
+    """What identifies an input's content: the BLAKE2b of a file's bytes, or of every file under a directory by its
+    relative name and bytes, in name order. Never cached, so a file rewritten with its size and time kept is told
+    apart: one streaming read of the whole input each call, about 2 ms a MB (BLAKE2b's 470 MB/s on one core of the
+    2-core test machine; reading from the OS cache adds little)."""
+    try:
+        if not path.is_dir():
+            return _hash_file(path, 16)
+        files = sorted((p.relative_to(path).as_posix(), p) for p in path.rglob("*") if p.is_file())
+        digest = hashlib.blake2b(digest_size=16)
+        for name, file in files:  # no name holds a NUL and every file's digest is as long: the sequence is unambiguous
+            digest.update(f"{name}\0{_hash_file(file, 16)}".encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+    except OSError as err:
+        raise NBestFormatError(err.filename or path, None, f"cannot read it ({err.strerror or err})") from None
+

@@ -29,7 +29,7 @@ LAYERS = [
     ("metrics",),
     ("context",),              # which recording each utterance belongs to (by its format), what was said around it
     ("io",),                   # formats
-    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: model content hashes, cached
+    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: content hashes (models, inputs)
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version", "safetext", "log", "bulk"),  # safetext: input text safe to show people; log: messages;
     # bulk: many small objects made at once

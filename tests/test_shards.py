@@ -1,24 +1,29 @@
 """A corpus of any size applied shard by shard: each input re-ranked in its own format exactly as the in-memory apply
-writes it, recordings never split across chunks, a killed run resumed without touching finished shards, and an
-out_dir of another job refused."""
+writes it, recordings never split across chunks, a killed run resumed without touching finished shards, an input
+whose content changed done again whatever its size and time say, and an out_dir of another job refused."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 import rescorer
 from rescorer.errors import ConfigError
+from rescorer.files import record_text, record_value
 from rescorer.io import write_nbest
 from rescorer.pipeline.inputs import named_inputs
 from rescorer.pipeline.stream import pieces
+from rescorer.report import Report
 from rescorer.types import Hypothesis, NBest, Utterance
 
 from .conftest import DEMO, RAY_ENV, ROOT
@@ -136,7 +141,8 @@ rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[4], engin
 
 
 def digests(root: Path) -> dict[str, tuple[int, str]]:
-    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+    """Each output under ``root/shards``: when it was written and a hash of its bytes (a directory: of its files')."""
+    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(repr(tree(p)).encode()).hexdigest())
             for p in sorted((root / "shards").iterdir())}
 
 
@@ -187,6 +193,104 @@ def test_an_output_changed_after_its_record_is_done_again_and_the_others_are_kep
     assert tree(out / "shards") == written and after["1.jsonl"][0] != before["1.jsonl"][0]
     assert {name: after[name] for name in ("0.jsonl", "2.jsonl")} == {name: before[name] for name in ("0.jsonl",
                                                                                                       "2.jsonl")}
+
+
+def rewritten_in_place(path: Path, rewrite: Callable[[Path], None]) -> None:
+    """``path`` rewritten by ``rewrite`` to as many bytes, its modification time put back: only its content tells."""
+    info, before = path.stat(), path.read_bytes()
+    rewrite(path)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (info.st_size, info.st_mtime_ns) and path.read_bytes() != before
+
+
+def two_texts_exchanged(path: Path) -> None:
+    """A JSONL list rewritten with two equally long texts of one utterance's hypotheses exchanged: its hypotheses in
+    another order under the same scores, in as many bytes."""
+    nbest = rescorer.read_nbest(path)
+    k, i, j = next((k, i, j) for k, u in enumerate(nbest) for i, j in itertools.combinations(range(len(u.hyps)), 2)
+                   if len(u.hyps[i].text.encode()) == len(u.hyps[j].text.encode()) and u.hyps[i].text != u.hyps[j].text)
+    hyps = list(nbest.utterances[k].hyps)
+    hyps[i], hyps[j] = replace(hyps[i], text=hyps[j].text), replace(hyps[j], text=hyps[i].text)
+    utterances = list(nbest.utterances)
+    utterances[k] = utterances[k].with_hyps(hyps)
+    write_nbest(nbest.with_utterances(utterances), path, "jsonl")
+
+
+def words_reversed_on_the_first_line(path: Path) -> None:
+    """An ESPnet ``text`` file whose first hypothesis has its words in reverse order (as many bytes)."""
+    first, *rest = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    key, text = first.rstrip("\n").split(" ", 1)
+    path.write_text("".join([f"{key} {' '.join(reversed(text.split(' ')))}\n", *rest]), encoding="utf-8")
+
+
+def two_jsonl_shards(demo_shards: Path, folder: Path) -> None:
+    nbest = rescorer.read_nbest(demo_shards / "dev.jsonl")
+    for k in range(2):
+        write_nbest(nbest.with_utterances(nbest.utterances[20 * k : 20 * k + 20]), folder / f"{k}.jsonl")
+
+
+def applied(tuned: Path, inputs: Path | list[Path], out: Path) -> Report:
+    return rescorer.apply(None, tuned, inputs=inputs, out_dir=out, engine={"progress": False}).report
+
+
+def shard_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("shard ")]
+
+
+KEPT_ONE = "1 of 2 shards were finished by an earlier run of this job and kept as they are"
+
+
+def test_an_input_rewritten_in_another_order_with_its_size_and_time_kept_is_done_again_and_the_other_kept(
+        demo_shards, tuned_on_columns, tmp_path, caplog):
+    two_jsonl_shards(demo_shards, tmp_path / "in")
+    out = tmp_path / "out"
+    applied(tuned_on_columns, tmp_path / "in", out)
+    written, before = tree(out / "shards"), digests(out)
+    rewritten_in_place(tmp_path / "in" / "1.jsonl", two_texts_exchanged)
+    caplog.set_level("INFO", logger="rescorer")
+    assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == KEPT_ONE
+    lines = shard_lines(caplog)
+    assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
+    assert digests(out)["0.jsonl"] == before["0.jsonl"]
+    applied(tuned_on_columns, [tmp_path / "in" / "1.jsonl"], tmp_path / "fresh")
+    fresh = (tmp_path / "fresh" / "shards" / "1.jsonl").read_bytes()
+    assert (out / "shards" / "1.jsonl").read_bytes() == fresh != written["1.jsonl"]
+
+
+def test_an_input_touched_but_unchanged_is_kept_and_a_record_without_a_content_digest_is_done_again(
+        demo_shards, tuned_on_columns, tmp_path, caplog):
+    two_jsonl_shards(demo_shards, tmp_path / "in")
+    out = tmp_path / "out"
+    applied(tuned_on_columns, tmp_path / "in", out)
+    written, before = tree(out / "shards"), digests(out)
+    touched = tmp_path / "in" / "0.jsonl"
+    os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 10**9))  # a later time, same bytes
+    assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == ("2 of 2 shards were finished by an earlier "
+                                                                       "run of this job and kept as they are")
+    assert digests(out) == before
+    record = out / "done" / "1.jsonl.json"
+    older = {k: v for k, v in record_value(record.read_text()).items() if k != "content"}
+    record.write_text(record_text({**older, "input": [1, 2]}) + "\n")  # the input by its size and time only
+    caplog.set_level("INFO", logger="rescorer")
+    assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == KEPT_ONE
+    lines = shard_lines(caplog)
+    assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
+    assert tree(out / "shards") == written and digests(out)["1.jsonl"][0] != before["1.jsonl"][0]
+
+
+def test_a_decode_directory_whose_one_rank_file_changed_with_its_size_and_time_kept_is_done_again(
+        demo_shards, tuned_on_columns, tmp_path):
+    shutil.copytree(demo_shards / "shards", tmp_path / "in")
+    out = tmp_path / "out"
+    applied(tuned_on_columns, tmp_path / "in", out)
+    written, before = tree(out / "shards" / "split1"), digests(out)
+    rewritten_in_place(tmp_path / "in" / "split1" / "2best_recog" / "text", words_reversed_on_the_first_line)
+    assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == KEPT_ONE
+    assert digests(out)["split0"] == before["split0"]
+    applied(tuned_on_columns, [tmp_path / "in" / "split1"], tmp_path / "fresh")
+    fresh = tree(tmp_path / "fresh" / "shards" / "split1")
+    assert tree(out / "shards" / "split1") == fresh != written
 
 
 def test_splits_of_one_file_name_are_each_written_under_a_name_of_their_folder(demo_shards, tuned_on_columns,
