@@ -121,3 +121,15 @@ def json_written_is_strict(monkeypatch):
                             strict_json(line)
                         except ValueError as err:
                             pytest.fail(f"{found} is not strict JSON ({err}): {line[:200]}")
+
+
+@pytest.fixture
+def terminal():
+    """The library's messages shown as the command line shows them, for one test."""
+    from rescorer.log import LOGGER, to_terminal
+
+    saved = (LOGGER.handlers[:], LOGGER.level, LOGGER.propagate)
+    to_terminal()
+    yield
+    LOGGER.handlers[:], LOGGER.propagate = saved[0], saved[2]
+    LOGGER.setLevel(saved[1])

@@ -14,7 +14,7 @@ import pytest
 
 import rescorer
 from rescorer.engine.progress import Meter, Progress, duration
-from rescorer.log import LOGGER, to_terminal
+from rescorer.log import LOGGER
 
 PACKAGE = Path(rescorer.__file__).parent
 
@@ -135,16 +135,6 @@ def test_the_estimate_follows_the_recent_rate_within_a_fifth_once_a_tenth_is_don
             checked += 1
             assert abs(predicted / actual - 1) <= 0.2, line
     assert checked >= 80
-
-
-@pytest.fixture
-def terminal():
-    """The library's messages shown as the command line shows them, for one test."""
-    saved = (LOGGER.handlers[:], LOGGER.level, LOGGER.propagate)
-    to_terminal()
-    yield
-    LOGGER.handlers[:], LOGGER.propagate = saved[0], saved[2]
-    LOGGER.setLevel(saved[1])
 
 
 def test_with_the_command_lines_handler_every_line_is_a_log_record_shown_on_stdout(terminal, caplog, capsys):

@@ -30,18 +30,6 @@ def hostile_list(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def terminal():
-    """The library's messages shown as the command line shows them, for one test."""
-    from rescorer.log import LOGGER, to_terminal
-
-    saved = (LOGGER.handlers[:], LOGGER.level, LOGGER.propagate)
-    to_terminal()
-    yield
-    LOGGER.handlers[:], LOGGER.propagate = saved[0], saved[2]
-    LOGGER.setLevel(saved[1])
-
-
 def test_hostile_names_and_texts_reach_the_terminal_and_the_reports_inert(tmp_path, capsys, terminal):
     source = hostile_list(tmp_path / "in.jsonl")
     before = source.read_bytes()
