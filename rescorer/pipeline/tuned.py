@@ -14,6 +14,7 @@ import yaml
 from ..combine import Column
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError, check_known
+from ..log import warning
 from ..metrics import Metric, make_metric
 from ..options import Option
 from ..scorers import KINDS, option_names
@@ -146,13 +147,17 @@ class Tuned:
                                   "task.accept_changed_models=true to apply anyway")
 
     def check(self, scorers: Mapping[str, BoundScorer], path: str | Path, accept_changed: bool = False) -> None:
-        """Refuse a scorer whose signature differs from the tuned one (the model or its options changed since),
-        naming the fields that differ, unless ``accept_changed``."""
+        """Refuse a scorer whose signature (of the model as loaded) differs from the tuned one (the model or its
+        options changed since), naming the fields that differ; with ``accept_changed``, say so in one warning line
+        instead."""
         for name, scorer in scorers.items():
             differ = changed_fields(self.scorers[name]["signature"], scorer.signature)
             if differ and not accept_changed:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with "
                                   f"({differ}); retune, or pass task.accept_changed_models=true to apply anyway")
+            if differ:
+                warning(f"{path}: scorer {name} is not the one these weights were tuned with ({differ}); applied "
+                        "anyway (task.accept_changed_models=true)")
 
 
 def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:
