@@ -104,7 +104,7 @@ def test_a_changed_model_is_refused_with_one_line(tuned_demo, tmp_path):
     assert accepted.returncode == 0, accepted.stderr
     was, now = doc["scorers"]["ll"]["signature"].split("|")[1].removeprefix("model:"), local_fingerprint(str(model))
     said = [line for line in accepted.stderr.splitlines() if "not the one these weights were tuned with" in line]
-    assert len(said) == 1 and said[0].startswith("rescorer: warning: ") and "scorer ll" in said[0], said
+    assert len(said) == 1 and said[0].startswith("rescorer: warning: ") and "scorer ll" in said[0], accepted.stderr
     assert f"model: {was} → {now}" in said[0] and "applied anyway" in said[0], said
 
 
