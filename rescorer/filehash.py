@@ -1,18 +1,21 @@
-"""Whole-file content hashes (BLAKE2b): a model's files cached by (resolved path, size, mtime_ns) so a second look
-is free; an input's file or directory never cached, read whole each time (:func:`content_digest`).
+"""Whole-file content hashes (BLAKE2b): a model's files cached by each file's stamp so that a second look is free,
+and read afresh for a model being loaded; an input's file or directory never cached, read whole each time
+(:func:`content_digest`).
 
-The cache is one small JSON file under the user cache dir (``$RESCORER_CACHE``, else ~/.cache/rescorer),
-rewritten atomically; a missing, corrupt or unwritable cache only costs a re-hash. A file rewritten in
-place with the same size within the file system's mtime resolution would keep its entry: every common
-Linux file system records nanoseconds.
+A stamp is the file's device, inode, size and the times of its last content and status change. The status change
+time (ctime) is set by the kernel on every write and every ``os.utime``, so a file rewritten with its old size and
+mtime put back gets a new stamp. The cache is one small JSON file under the user cache dir (``$RESCORER_CACHE``,
+else ~/.cache/rescorer), rewritten atomically; a missing, corrupt or unwritable cache only costs a re-hash.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import Iterator
 
-from .errors import NBestFormatError
+from .errors import NBestFormatError, ScorerError
 from .files import record_text, record_value, write_text
 from .paths import cache_dir
 
@@ -27,6 +30,12 @@ def _hash_file(path: Path, size: int = 64) -> str:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def stamp(path: Path) -> list[int]:
+    """What tells that a file is the one hashed before: device, inode, size, mtime and ctime (in ns)."""
+    info = path.stat()
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def _cache_path() -> Path:
@@ -49,23 +58,46 @@ def _save(cache: Path, entries: dict) -> None:
         pass
 
 
-def file_digests(files: list[Path]) -> list[str]:
-    """The content hash of each file, from the cache where its (path, size, mtime_ns) is unchanged."""
+def _digests(files: list[Path], fresh: bool) -> tuple[list[str], list[list[int]]]:
+    """Each file's content hash and its stamp when it was read (``fresh``: every file read now, the cache only
+    written), the cache kept up to date."""
     cache = _cache_path()
     entries = _load(cache)
-    out, changed = [], False
+    out, stamps, changed = [], [], False
     for file in files:
         resolved = file.resolve()
-        stat = resolved.stat()
-        key, stamp = str(resolved), [stat.st_size, stat.st_mtime_ns]
+        key, now = str(resolved), stamp(resolved)
         entry = entries.get(key)
-        if not (isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("blake2b"), str)):
-            entry = entries[key] = {"stamp": stamp, "blake2b": _hash_file(resolved)}
+        known = isinstance(entry, dict) and entry.get("stamp") == now and isinstance(entry.get("blake2b"), str)
+        if fresh or not known:
+            entry = entries[key] = {"stamp": now, "blake2b": _hash_file(resolved)}
             changed = True
         out.append(entry["blake2b"])
+        stamps.append(now)
     if changed:
         _save(cache, entries)
-    return out
+    return out, stamps
+
+
+def file_digests(files: list[Path]) -> list[str]:
+    """The content hash of each file, from the cache where its stamp is unchanged."""
+    return _digests(files, fresh=False)[0]
+
+
+@contextlib.contextmanager
+def read_unchanged(files: list[Path], what: str) -> Iterator[list[str]]:
+    """Yield the content hash of each file, read now (never from the cache), for a block that loads them: a file
+    changed before the block is over (its stamp moved) is a one-line ``ScorerError`` naming ``what`` and the file,
+    so the hashes are those of the bytes the block read."""
+    digests, stamps = _digests(files, fresh=True)
+    yield digests
+    for file, before in zip(files, stamps):
+        try:
+            after = stamp(file.resolve())
+        except OSError:
+            after = None
+        if after != before:
+            raise ScorerError(f"{what}: {file} changed while it was being loaded; run again once it is written")
 
 
 def content_digest(path: Path) -> str:
@@ -83,4 +115,3 @@ def content_digest(path: Path) -> str:
         return digest.hexdigest()
     except OSError as err:
         raise NBestFormatError(err.filename or path, None, f"cannot read it ({err.strerror or err})") from None
-

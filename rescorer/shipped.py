@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
 from .errors import ConfigError, UnknownNameError
+from .files import write_text
 from .log import info
 from .paths import cache_dir
 
@@ -26,6 +28,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STUDENT_FILE = "student-delta.safetensors"
 STUDENTS = ("student_mse", "student_mwer")
+LOADED_AS = {"is_local": True, "local_files_only": False}  # what a tokenizer built from a local folder records
 
 
 def package_dir(name: str) -> Path:
@@ -47,9 +50,29 @@ def _digest(*files: Path, whole: bool = False) -> str:
     return digest.hexdigest()[:12]
 
 
+def settle(folder: Path) -> None:
+    """Write what the tokenizer of the model in ``folder`` recorded of how it was loaded as a plain load records it
+    (``HF_HUB_OFFLINE`` makes transformers write ``"local_files_only": true``), so that the same model is the same
+    bytes, and has one fingerprint, wherever and however it was built (a folder built before is mended)."""
+    config = folder / "tokenizer_config.json"
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if all(values.get(key, value) == value for key, value in LOADED_AS.items()):
+        return
+    plain = {**values, **{key: value for key, value in LOADED_AS.items() if key in values}}
+    try:
+        write_text(config, json.dumps(plain, indent=2, sort_keys=True, ensure_ascii=False) + "\n")  # as transformers
+    except OSError:  # a cache this user may not write: used as it is
+        pass
+
+
 def _build(target: Path, make) -> Path:
-    """Build ``target`` once: ``make(tmp_dir)`` fills a temporary directory that is then renamed into place."""
+    """Build ``target`` once: ``make(tmp_dir)`` fills a temporary directory that is then settled and renamed into
+    place."""
     if (target / "config.json").exists():
+        settle(target)
         return target
     from transformers.utils import logging as hf_logging
 
@@ -60,6 +83,7 @@ def _build(target: Path, make) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         make(tmp)
+        settle(tmp)
         try:
             tmp.rename(target)
         except OSError:  # another process finished first

@@ -12,6 +12,7 @@ import yaml
 
 import rescorer
 from rescorer.errors import ConfigError
+from rescorer.scorers.loading import local_fingerprint
 
 from .conftest import DEMO, ROOT
 from .test_cli import run_cli
@@ -101,6 +102,10 @@ def test_a_changed_model_is_refused_with_one_line(tuned_demo, tmp_path):
     assert not (tuned_demo["root"] / "refused").exists()
     accepted = apply_cli(tuned, "accepted", "task.accept_changed_models=true")
     assert accepted.returncode == 0, accepted.stderr
+    was, now = doc["scorers"]["ll"]["signature"].split("|")[1].removeprefix("model:"), local_fingerprint(str(model))
+    said = [line for line in accepted.stderr.splitlines() if "not the one these weights were tuned with" in line]
+    assert len(said) == 1 and said[0].startswith("rescorer: warning: ") and "scorer ll" in said[0], accepted.stderr
+    assert f"model: {was} → {now}" in said[0] and "applied anyway" in said[0], said
 
 
 def test_rescore_tunes_on_the_labelled_set_and_rescores_the_unlabelled_one(tmp_path):

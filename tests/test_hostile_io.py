@@ -5,6 +5,7 @@ import math
 import os
 import re
 import stat
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -46,11 +47,25 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+def rewrite_keeping_size_and_mtime(path: Path) -> None:
+    """Flip the middle byte of ``path`` and put its old mtime back, as ``os.utime`` lets anyone do (after a clock
+    tick: file times are kept at the kernel's tick)."""
+    info = path.stat()
+    time.sleep(0.05)
+    with path.open("r+b") as handle:
+        handle.seek(info.st_size // 2)
+        byte = handle.read(1)
+        handle.seek(info.st_size // 2)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size and path.stat().st_mtime_ns == info.st_mtime_ns
+
+
 def test_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
-    from rescorer.scorers.loading import model_tag as fingerprint
+    from rescorer.scorers.loading import local_fingerprint
 
     model = make_model(tmp_path)
-    before = fingerprint(str(model), None)
+    before = local_fingerprint(str(model))
     weights = model / "model.safetensors"
     info = weights.stat()
     with weights.open("r+b") as handle:  # same size, same first and last MiB
@@ -60,24 +75,63 @@ def test_byte_flipped_in_the_middle_changes_the_fingerprint(tmp_path, cache):
         handle.write(bytes([byte[0] ^ 0xFF]))
     os.utime(weights, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))  # a later write
     assert weights.stat().st_size == info.st_size
-    assert fingerprint(str(model), None) != before
+    assert local_fingerprint(str(model)) != before
+
+
+def test_a_file_rewritten_with_its_old_size_and_mtime_is_hashed_again(tmp_path, cache):
+    import hashlib
+
+    from rescorer.filehash import file_digests
+
+    model = make_model(tmp_path)
+    weights = model / "model.safetensors"
+    before = file_digests([weights])
+    rewrite_keeping_size_and_mtime(weights)
+    assert file_digests([weights]) != before
+    assert file_digests([weights]) == [hashlib.blake2b(weights.read_bytes()).hexdigest()]
 
 
 def test_unchanged_model_is_a_cache_hit(tmp_path, cache, monkeypatch):
     from rescorer import filehash
-    from rescorer.scorers.loading import model_tag as fingerprint
+    from rescorer.scorers.loading import local_fingerprint
 
     calls = []
     real = filehash._hash_file
     monkeypatch.setattr(filehash, "_hash_file", lambda path: calls.append(path) or real(path))
     model = make_model(tmp_path)
-    first = fingerprint(str(model), None)
+    first = local_fingerprint(str(model))
     assert len(calls) == 2 and (cache / filehash.CACHE_NAME).is_file()
-    assert fingerprint(str(model), None) == first
-    assert len(calls) == 2  # second load: nothing re-read
+    assert local_fingerprint(str(model)) == first
+    assert len(calls) == 2  # second look: nothing re-read
     (model / "config.json").write_text('{"model_type": "toy2"}\n')
-    assert fingerprint(str(model), None) != first
+    assert local_fingerprint(str(model)) != first
     assert len(calls) == 3  # only the changed file
+
+
+def test_a_model_is_named_by_the_bytes_read_as_it_loads_whatever_the_cache_says(tmp_path, cache, monkeypatch):
+    """Loading hashes the files it reads afresh: a hash cache that missed a change (here made to) never names the
+    loaded bytes, and a file changed before the load is over is an error naming it."""
+    import hashlib
+    import json
+
+    from rescorer import filehash
+    from rescorer.errors import ScorerError
+
+    model = make_model(tmp_path)
+    weights = model / "model.safetensors"
+    files = [model / "config.json", weights]
+    genuine = filehash.file_digests(files)
+    rewrite_keeping_size_and_mtime(weights)
+    entries = json.loads((cache / filehash.CACHE_NAME).read_text())
+    entries[str(weights.resolve())]["stamp"] = filehash.stamp(weights)  # a cache blind to the rewrite
+    (cache / filehash.CACHE_NAME).write_text(json.dumps(entries))
+    assert filehash.file_digests(files) == genuine
+    with filehash.read_unchanged(files, "model m") as digests:
+        pass
+    assert digests == [hashlib.blake2b(f.read_bytes()).hexdigest() for f in files] and digests[1] != genuine[1]
+    with pytest.raises(ScorerError, match=r"^model m: .*model.safetensors changed while it was being loaded"):
+        with filehash.read_unchanged(files, "model m"):
+            rewrite_keeping_size_and_mtime(weights)
 
 
 # ---------------------------------------------------------------- #3 Moses references by sentence id

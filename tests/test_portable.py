@@ -2,10 +2,14 @@
 hash), found again on another machine or under another user, checked by their content, and bundled with it."""
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +81,84 @@ def test_a_moved_model_with_other_content_is_refused_by_its_hash(tuned_here, tmp
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "1"})
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "fingerprint" in done.stderr, done.stderr
     assert not (tmp_path / "new").exists()
+
+
+def rewritten_in_place(weights: Path) -> bytes:
+    """Scale every weight in the safetensors file ``weights`` by 1.25: other bytes of the same size, its old mtime
+    put back (``os.utime``), after a clock tick (file times are kept at the kernel's tick). The original bytes."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    original, info = weights.read_bytes(), weights.stat()
+    with safe_open(weights, "pt") as handle:
+        metadata = handle.metadata()
+    scaled = {k: v * 1.25 if v.is_floating_point() else v.clone() for k, v in load_file(weights).items()}
+    time.sleep(0.05)
+    save_file(scaled, weights, metadata=metadata)
+    os.utime(weights, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert weights.stat().st_size == info.st_size and weights.stat().st_mtime_ns == info.st_mtime_ns
+    assert weights.read_bytes() != original
+    return original
+
+
+def blind_hash_cache(files: list[Path]) -> None:
+    """Make the file hash cache take ``files`` as they are now for the files it hashed before: a cache that missed
+    a change (a file system without change times, a cache edited by hand)."""
+    from rescorer import filehash
+
+    cache = filehash.cache_dir() / filehash.CACHE_NAME
+    entries = json.loads(cache.read_text())
+    for file in files:
+        entries[str(file.resolve())]["stamp"] = filehash.stamp(file.resolve())
+    cache.write_text(json.dumps(entries))
+
+
+def lm_scores(nbest) -> list[float]:
+    return [h.scores["ll"] for u in nbest.utterances for h in u.hyps]
+
+
+@pytest.fixture
+def own_hash_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESCORER_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("blind", [False, True], ids=["hash-cache-sees-it", "hash-cache-blind-to-it"])
+def test_a_model_rewritten_in_place_is_refused_and_never_scores_under_its_old_fingerprint(
+        own_hash_cache, tuned_here, tmp_path, monkeypatch, caplog, blind):
+    """Weights rewritten with their old size and mtime: the tuned file refuses them (before loading where the hash
+    cache sees the change, after loading where it does not); accepted, they score under the fingerprint of the bytes
+    loaded, said in one warning line, and the rows of the genuine model stay its own."""
+    from rescorer.scorers.loading import fingerprint, model_files
+    from rescorer.store import ScoreStore
+
+    result, model, store, tuned = tuned_here
+    test, engine = {"test_clean": demo_set("test_clean")}, {"store": str(store), "progress": False}
+    genuine = result.tuned.scorers["ll"]["signature"]
+    fresh = rescorer.apply(test, tuned, engine={"progress": False}, bootstrap=50)  # no store: computed now
+    original = rewritten_in_place(model / "model.safetensors")
+    if blind:
+        blind_hash_cache(model_files(str(model)))
+    files = model_files(str(model))
+    was = genuine.split("|")[1].removeprefix("model:")
+    now = fingerprint(files, [hashlib.blake2b(f.read_bytes()).hexdigest() for f in files])
+    assert now != was
+    with pytest.raises(ConfigError, match=f"not the one these weights were tuned with .*{was} → {now}"):
+        rescorer.apply(test, tuned, engine=engine, bootstrap=50)
+    with caplog.at_level(logging.WARNING, logger="rescorer"):
+        accepted = rescorer.apply(test, tuned, engine=engine, bootstrap=50, accept_changed_models=True)
+    said = [r.getMessage() for r in caplog.records if r.name == "rescorer" and r.levelno >= logging.WARNING]
+    assert len(said) == 1 and "scorer ll" in said[0] and f"{was} → {now}" in said[0], said
+    assert "accept_changed_models" in said[0] and "\n" not in said[0]
+    unstored = rescorer.apply(test, tuned, engine={"progress": False}, bootstrap=50, accept_changed_models=True)
+    assert lm_scores(accepted.nbests["test_clean"]) == lm_scores(unstored.nbests["test_clean"])
+    assert lm_scores(accepted.nbests["test_clean"]) != lm_scores(fresh.nbests["test_clean"])
+    with ScoreStore(store) as rows:
+        assert sorted(rows.signatures()) == sorted([genuine, genuine.replace(f"model:{was}", f"model:{now}")])
+    (model / "model.safetensors").write_bytes(original)
+    calls = counting_forward(monkeypatch)
+    again = rescorer.apply(test, tuned, engine=engine, bootstrap=50)
+    assert calls == []  # every score read from the store, under the genuine fingerprint
+    assert lm_scores(again.nbests["test_clean"]) == lm_scores(fresh.nbests["test_clean"])
 
 
 def test_a_bundle_applies_from_anywhere_without_its_source(tuned_here, tmp_path):

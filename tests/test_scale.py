@@ -66,6 +66,27 @@ def test_a_misspelt_scale_option_is_named():
         ScaleConfig.of({"backend": "dask"})
 
 
+def test_a_worker_that_loads_other_files_than_the_driver_is_refused(tiny_causal, tmp_path):
+    """The driver stores what workers score under its own signature: a worker whose model files differ from the
+    driver's (another machine, another copy) stops before it scores anything."""
+    import shutil
+
+    import torch
+
+    from rescorer.engine.scale import Worker
+    from rescorer.errors import ScorerError
+
+    model = shutil.copytree(tiny_causal, tmp_path / "model")
+    driver = load_scorer("ll", str(model), store=None, progress=False)
+    tag, threads = driver.adapter.model_tag, torch.get_num_threads()
+    assert Worker(driver.spec, "cpu", threads, None, tag).scorer.signature == driver.signature
+    config = model / "config.json"
+    config.write_text(config.read_text().replace("{", '{"edited": true,', 1))
+    with pytest.raises(ScorerError, match=f"a worker loaded other files for model .* \\(fingerprint \\w+ where the "
+                                          f"driver's is {tag}\\)"):
+        Worker(driver.spec, "cpu", threads, None, tag)
+
+
 @pytest.mark.slow
 @needs_minilm
 def test_multi_gpu_engine_on_two_cpu_processes_scores_like_the_local_engine():

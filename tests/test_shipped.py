@@ -17,7 +17,7 @@ from rescorer import load_scorer
 from rescorer.shipped import ASSETS, SMOLLM2_GGUF, STUDENT_FILE, minilm_mlm, package_dir, rebuild_student, shipped_model, smollm2
 from rescorer.train.export import export_student
 
-from .conftest import DEMO, needs_minilm, needs_smollm2
+from .conftest import DEMO, ROOT, needs_minilm, needs_smollm2
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -133,6 +133,46 @@ def test_a_retrained_student_of_the_same_size_is_rebuilt_saying_so_once(tmp_path
         "reuse it)"]
     (tmp_path / "student_mse" / "README.md").write_text("edited again")  # documentation is not the model
     assert shipped.student("student_mse") == second
+
+
+BUILD = """
+import sys
+from rescorer.scorers.loading import local_fingerprint
+from rescorer.shipped import shipped_model
+print(local_fingerprint(shipped_model(sys.argv[1])))
+"""
+OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # read once, when huggingface_hub is imported: a process each
+
+
+def built_apart(name: str, cache: Path, offline: bool) -> str:
+    """The fingerprint of the shipped model ``name`` built by a new process into ``cache``, offline or not."""
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE}
+    env.update({"RESCORER_CACHE": str(cache), "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+                **({k: "1" for k in OFFLINE} if offline else {})})
+    done = subprocess.run([sys.executable, "-c", BUILD, name], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()[-1]
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.is_file()}
+
+
+@needs_minilm
+def test_a_shipped_model_built_offline_is_the_model_built_online(tmp_path, monkeypatch):
+    """``HF_HUB_OFFLINE`` changes what transformers writes of how a tokenizer was loaded; a shipped model is the same
+    bytes, and has one fingerprint, however it was built, and a folder an earlier build left offline is mended."""
+    online = built_apart("minilm_mlm", tmp_path / "online", offline=False)
+    offline = built_apart("minilm_mlm", tmp_path / "offline", offline=True)
+    assert offline == online
+    (here,), (there,) = (list((tmp_path / side).glob("minilm-mlm-*")) for side in ("online", "offline"))
+    assert contents(here) == contents(there)
+    config = there / "tokenizer_config.json"
+    config.write_text(config.read_text().replace('"local_files_only": false', '"local_files_only": true'))
+    assert contents(here) != contents(there)
+    monkeypatch.setenv("RESCORER_CACHE", str(tmp_path / "offline"))
+    assert shipped_model("minilm_mlm") == str(there)
+    assert contents(here) == contents(there)
 
 
 @pytest.mark.slow

@@ -59,9 +59,10 @@ def shard_of(text: str, shards: int) -> int:
 
 
 class Worker:
-    """A scorer rebuilt from its spec inside a worker (a Ray actor or a spawned process)."""
+    """A scorer rebuilt from its spec inside a worker (a Ray actor or a spawned process); its model must be the
+    bytes the driver loaded (``tag``, what the driver's signature calls it), or no score of it reaches the store."""
 
-    def __init__(self, spec: dict[str, Any], device: str, threads: int, budget: int | None):
+    def __init__(self, spec: dict[str, Any], device: str, threads: int, budget: int | None, tag: str | None):
         import torch
 
         from ..scorers import load_adapter
@@ -70,6 +71,10 @@ class Worker:
             torch.set_num_threads(threads)
         self.scorer = load_adapter(**{**spec, "device": device})
         self.budget = budget
+        loaded = getattr(self.scorer, "model_tag", None)
+        if loaded != tag:
+            raise ScorerError(f"a worker loaded other files for model {spec.get('model')!r} than the driver "
+                              f"(fingerprint {loaded} where the driver's is {tag}): give every machine the same model")
 
     def chunks(self, texts: Sequence[str]) -> Iterator[tuple[ScoreMap, int]]:
         """Finished sentences as they come, each chunk with the model rows it took."""
@@ -81,8 +86,8 @@ class Worker:
 class RayWorker(Worker):
     """A scorer actor: built once, then scores block after block for every set, shard and pass of the run."""
 
-    def __init__(self, spec: dict[str, Any], threads: int, budget: int | None):
-        super().__init__(spec, spec.get("device") or "auto", threads, budget)
+    def __init__(self, spec: dict[str, Any], threads: int, budget: int | None, tag: str | None):
+        super().__init__(spec, spec.get("device") or "auto", threads, budget, tag)
 
     def score(self, texts: list[str]) -> tuple[ScoreMap, int]:
         """One block's scores and the model rows they took."""
@@ -97,7 +102,7 @@ class RayWorker(Worker):
 _ACTORS: dict[str, list[Any]] = {}  # one pool of actors per scorer and setting, for the whole run
 
 
-def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> list[Any]:
+def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None, tag: str | None) -> list[Any]:
     """The actors scoring with ``spec``: started (and the model loaded in each) on first use, then reused by every
     later call of this process."""
     import ray
@@ -108,7 +113,7 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
     gpus = scale.gpus_per_worker if scale.gpus_per_worker is not None else float(resources.get("GPU", 0) > 0)
     workers = scale.workers or (int(resources.get("GPU", 0) // gpus) if gpus else
                                 max(1, int(resources.get("CPU", 1) // scale.cpus_per_worker)))
-    key = record_text([spec, scale.cpus_per_worker, gpus, workers, budget], sort_keys=True, default=str)
+    key = record_text([spec, scale.cpus_per_worker, gpus, workers, budget, tag], sort_keys=True, default=str)
     if key not in _ACTORS:
         info(f"starting {workers} Ray actor(s) for {spec.get('kind', 'the scorer')} ({scale.cpus_per_worker} CPU and "
              f"{gpus:g} GPU each); they load the model once and score every set, shard and pass of this run")
@@ -116,7 +121,7 @@ def ray_actors(spec: dict[str, Any], scale: ScaleConfig, budget: int | None) -> 
         # a pure function of the texts and only the driver writes the store, so a retry cannot double anything
         actor = ray.remote(num_cpus=scale.cpus_per_worker, num_gpus=gpus, max_restarts=RETRIES,
                            max_task_retries=RETRIES)(RayWorker)
-        _ACTORS[key] = [actor.remote(spec, scale.cpus_per_worker, budget) for _ in range(workers)]
+        _ACTORS[key] = [actor.remote(spec, scale.cpus_per_worker, budget, tag) for _ in range(workers)]
     return _ACTORS[key]
 
 
@@ -132,30 +137,31 @@ def start_ray(ray: Any, scale: ScaleConfig) -> None:
                 signal.signal(signum, handler)
 
 
-def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
-               budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
+def ray_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig, budget: int | None,
+               tag: str | None) -> Iterator[tuple[ScoreMap, int]]:
     """Scores from the run's pool of scorer actors, block by block as each finishes."""
     try:
         from ray.util import ActorPool
     except ImportError:
         raise ConfigError("engine=ray needs Ray: pip install 'rescorer[ray]'") from None
-    pool = ActorPool(ray_actors(spec, scale, budget))
+    pool = ActorPool(ray_actors(spec, scale, budget, tag))
     blocks = [list(texts[i : i + scale.block]) for i in range(0, len(texts), scale.block)]
     yield from pool.map_unordered(lambda actor, block: actor.score.remote(block), blocks)
 
 
-def serve(spec: dict[str, Any], device: str, threads: int, budget: int | None, texts: list[str], out: Any) -> None:
+def serve(spec: dict[str, Any], device: str, threads: int, budget: int | None, tag: str | None, texts: list[str],
+          out: Any) -> None:
     """A spawned process: score ``texts`` on ``device`` and send finished sentences to the driver."""
     try:
-        for chunk in Worker(spec, device, threads, budget).chunks(texts):
+        for chunk in Worker(spec, device, threads, budget, tag).chunks(texts):
             out.put(("scores", chunk))
         out.put(("done", device))
     except BaseException:  # the driver re-raises it with the worker's traceback
         out.put(("error", traceback.format_exc()))
 
 
-def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig,
-                   budget: int | None) -> Iterator[tuple[ScoreMap, int]]:
+def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfig, budget: int | None,
+                   tag: str | None) -> Iterator[tuple[ScoreMap, int]]:
     """Scores from one spawned process per GPU (or ``workers`` CPU processes), texts sharded by a stable hash."""
     import multiprocessing
 
@@ -171,8 +177,8 @@ def process_chunks(spec: dict[str, Any], texts: Sequence[str], scale: ScaleConfi
         shards[shard_of(text, workers)].append(text)
     context = multiprocessing.get_context("spawn")
     inbox = context.Queue()
-    processes = [context.Process(target=serve, args=(spec, device, scale.cpus_per_worker, budget, shard, inbox), daemon=True)
-                 for device, shard in zip(devices, shards) if shard]
+    processes = [context.Process(target=serve, args=(spec, device, scale.cpus_per_worker, budget, tag, shard, inbox),
+                                 daemon=True) for device, shard in zip(devices, shards) if shard]
     for process in processes:
         process.start()
     running = len(processes)
@@ -208,7 +214,7 @@ def scale_out(scorer: "Scorer", todo: Sequence[str], scale: ScaleConfig, budget:
     backend = ray_chunks if scale.backend == "ray" else process_chunks
     with Meter(f"{label or scorer.kind} ({scale.backend})", len(texts), sum(map(len, texts)), "sentence",
                show) as meter:
-        for chunk, rows in backend(scorer.spec, texts, scale, budget):
+        for chunk, rows in backend(scorer.spec, texts, scale, budget, getattr(scorer, "model_tag", None)):
             stats.rows += rows
             stats.rows_computed += rows
             meter.update(len(chunk), sum(map(len, chunk)))

@@ -14,6 +14,7 @@ import yaml
 from ..combine import Column
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError, check_known
+from ..log import warning
 from ..metrics import Metric, make_metric
 from ..safetext import visible
 from ..options import Option
@@ -145,17 +146,21 @@ class Tuned:
             now = local_fingerprint(target)
             if now is not None and now != was:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with (the files of "
-                                  f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or apply anyway "
-                                  f"with {ACCEPT}")
+                                  f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or apply "
+                                  f"anyway with {ACCEPT}")
 
     def check(self, scorers: Mapping[str, BoundScorer], path: str | Path, accept_changed: bool = False) -> None:
-        """Refuse a scorer whose signature differs from the tuned one (the model or its options changed since),
-        naming the fields that differ, unless ``accept_changed``."""
+        """Refuse a scorer whose signature (of the model as loaded) differs from the tuned one (the model or its
+        options changed since), naming the fields that differ; with ``accept_changed``, say so in one warning line
+        instead."""
         for name, scorer in scorers.items():
             differ = changed_fields(self.scorers[name]["signature"], scorer.signature)
             if differ and not accept_changed:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with "
                                   f"({differ}); retune, or apply anyway with {ACCEPT}")
+            if differ:
+                warning(f"{path}: scorer {name} is not the one these weights were tuned with ({differ}); applied "
+                        "anyway, as accept_changed_models asks")
 
 
 def scorer_spec(scorer: BoundScorer) -> dict[str, Any] | None:

@@ -92,14 +92,17 @@ class Scorer(ABC):
     def load_model(self, auto_class: Any, model: str, device: str, dtype: str, loaded: tuple[Any, Any] | None = None,
                    fingerprint_of: str | None = None, **options: Any) -> None:
         """Resolve ``device`` and ``dtype``, load ``model`` with ``auto_class`` (or take the in-memory ``loaded``
-        (tokenizer, model) pair), place it, and name it for the signature by its content (``model_tag``)."""
-        from .loading import load_pretrained, model_tag, resolve_device, resolve_dtype
+        (tokenizer, model) pair), place it, and name it for the signature by the bytes it was loaded from
+        (``load_named``)."""
+        from .loading import load_named, resolve_device, resolve_dtype
 
         self.model_name, self.device = model, resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.tokenizer, self.model = loaded or load_pretrained(auto_class, model, **options)
+        if loaded:
+            (self.tokenizer, self.model), self.model_tag = loaded, f"{model}@in-memory"
+        else:
+            self.tokenizer, self.model, self.model_tag = load_named(auto_class, model, fingerprint_of, **options)
         self.place(self.model)
-        self.model_tag = f"{model}@in-memory" if loaded else model_tag(fingerprint_of or str(model), self.model)
         self.dtype_name = str(self.dtype).removeprefix("torch.")
 
     def read_context(self, options: Any, model: str, following: bool = False) -> None:

@@ -138,11 +138,23 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
     return tokenizer, model
 
 
-def model_tag(name: str, model: Any) -> str:
-    """What a signature calls a model: a local model by the short hash of the whole content of its weight, config
-    and tokenizer files (cached by path, size and mtime, see ``rescorer.filehash``), never by where it lies, so
-    that a moved or copied model keeps its scores; a hub model by its name and commit."""
-    return local_fingerprint(name) or f"{name}@{getattr(model.config, '_commit_hash', None) or 'hub'}"
+def load_named(auto_class: Any, name: str, fingerprint_of: str | None = None,
+               **options: Any) -> tuple[Any, Any, str]:
+    """(tokenizer, model, tag): :func:`load_pretrained`, with what a signature calls the model. A local model is
+    named by the :func:`fingerprint` of the bytes it was loaded from: its files (``model_files`` of
+    ``fingerprint_of``, else ``name``) are hashed as they are loaded, never taken from the hash cache, and one
+    changed before the model is in memory is an error. So the name never depends on where the model lies (a moved or
+    copied model keeps its scores), and no score is kept under a name other bytes have. A hub model is named by its
+    name and commit."""
+    from ..filehash import read_unchanged
+
+    files = model_files(fingerprint_of or name)
+    if files is None:
+        tokenizer, model = load_pretrained(auto_class, name, **options)
+        return tokenizer, model, f"{name}@{getattr(model.config, '_commit_hash', None) or 'hub'}"
+    with read_unchanged(files, f"model {name!r}") as digests:
+        tokenizer, model = load_pretrained(auto_class, name, **options)
+    return tokenizer, model, fingerprint(files, digests)
 
 
 def model_files(name: str) -> list[Path] | None:
@@ -156,14 +168,19 @@ def model_files(name: str) -> list[Path] | None:
     return None
 
 
+def fingerprint(files: list[Path], digests: list[str]) -> str:
+    """A local model's short name: a hash of its files' names and content hashes (``digests``), never of where
+    they lie."""
+    digest = hashlib.blake2b(digest_size=16)
+    for file, content in zip(files, digests):
+        digest.update(f"{file.name}\0{content}\n".encode())
+    return digest.hexdigest()[:12]
+
+
 def local_fingerprint(name: str) -> str | None:
-    """:func:`fingerprint` of a local model (a directory or a .gguf file) without loading it; None for a hub name."""
+    """:func:`fingerprint` of a local model (a directory or a .gguf file) without loading it, its files' hashes
+    taken from the cache where their stamps are unchanged (``rescorer.filehash``); None for a hub name."""
     from ..filehash import file_digests
 
     files = model_files(name)
-    if files is None:
-        return None
-    digest = hashlib.blake2b(digest_size=16)
-    for file, content in zip(files, file_digests(files)):
-        digest.update(f"{file.name}\0{content}\n".encode())
-    return digest.hexdigest()[:12]
+    return None if files is None else fingerprint(files, file_digests(files))
