@@ -63,7 +63,7 @@ def settle(folder: Path) -> None:
         return
     plain = {**values, **{key: value for key, value in LOADED_AS.items() if key in values}}
     try:
-        write_text(config, json.dumps(plain, indent=2, sort_keys=True, ensure_ascii=False) + "\n")  # as transformers
+        write_text(config, json.dumps(plain, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")  # as transformers
     except OSError:  # a cache this user may not write: used as it is
         pass
 

@@ -255,7 +255,7 @@ def test_once_a_run_is_done_a_late_interrupt_has_nothing_to_stop(monkeypatch):
     monkeypatch.setattr(tasks, "run_task", lambda cfg: ran.append(cfg))
     saved = {signum: signal.getsignal(signum) for signum in cli.SIGNAL_STATUS}
     logger = logging.getLogger("rescorer")
-    handlers, propagate = logger.handlers[:], logger.propagate
+    handlers, propagate, level = logger.handlers[:], logger.propagate, logger.level
     try:
         cli.run({"engine": {}})
         assert ran and all(signal.getsignal(signum) is signal.SIG_IGN for signum in cli.SIGNAL_STATUS)
@@ -263,6 +263,7 @@ def test_once_a_run_is_done_a_late_interrupt_has_nothing_to_stop(monkeypatch):
         for signum, handler in saved.items():
             signal.signal(signum, handler)
         logger.handlers[:], logger.propagate = handlers, propagate
+        logger.setLevel(level)
 
 
 @pytest.mark.parametrize("columns", [80, 100, 200])

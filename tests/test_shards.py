@@ -249,6 +249,7 @@ def test_an_input_rewritten_in_another_order_with_its_size_and_time_kept_is_done
     written, before = tree(out / "shards"), digests(out)
     rewritten_in_place(tmp_path / "in" / "1.jsonl", two_texts_exchanged)
     caplog.set_level("INFO", logger="rescorer")
+    caplog.clear()  # only this apply's lines, whatever an earlier test left the logger at
     assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == KEPT_ONE
     lines = shard_lines(caplog)
     assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
@@ -273,6 +274,7 @@ def test_an_input_touched_but_unchanged_is_kept_and_a_record_without_a_content_d
     older = {k: v for k, v in record_value(record.read_text()).items() if k != "content"}
     record.write_text(record_text({**older, "input": [1, 2]}) + "\n")  # the input by its size and time only
     caplog.set_level("INFO", logger="rescorer")
+    caplog.clear()  # only this apply's lines, whatever an earlier test left the logger at
     assert applied(tuned_on_columns, tmp_path / "in", out).notes[0] == KEPT_ONE
     lines = shard_lines(caplog)
     assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
@@ -472,6 +474,7 @@ def test_each_shards_line_tells_the_time_left_from_the_progress_meter_and_a_fini
     monkeypatch.setattr(progress, "CLOCK", lambda: now[0])
     monkeypatch.setattr(shards, "rerank_file", a_minute_each)
     caplog.set_level("INFO", logger="rescorer")
+    caplog.clear()  # only this apply's lines, whatever an earlier test left the logger at
     rescorer.apply(None, tuned, inputs=[split0, split1, dev], out_dir=tmp_path / "out", engine={"progress": False})
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("shard ")]
     left = progress.duration(60.0 * shards.input_bytes(dev) / shards.input_bytes(split1))
