@@ -19,7 +19,9 @@ if [ -z "${GPU_REHEARSAL:-}" ] && compgen -G ".whl/*.whl" >/dev/null; then
     || { echo "[gpu] the carried wheels did not install" >&2; exit 1; }
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-[ -f .whl/vocab.tar.xz ] && tar -xJf .whl/vocab.tar.xz -C .whl  # the real vocabularies, as .whl/vocab/NAME
+if [ -z "${RESCORER_GPU_ASSETS:-}" ] && [ -f .whl/vocab.tar.xz ]; then  # the real vocabularies, unpacked outside .whl
+  vocab=${TMPDIR:-/tmp}/rescorer-gpu-vocab && rm -rf "$vocab" && mkdir -p "$vocab" && tar -xJf .whl/vocab.tar.xz -C "$vocab" && export RESCORER_GPU_ASSETS="$vocab/vocab"
+fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 "$python" - <<'PY'
 import importlib.util, sys

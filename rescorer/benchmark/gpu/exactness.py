@@ -31,11 +31,12 @@ def run(out: Path, plan: Plan, seconds: float, cache: Path) -> None:
     record.data["tolerance"] = TOLERANCE
     models = record.figure("models", lambda: {role: model(role, plan.sizes[role], cache)[1]
                                               for role in ("masked", "causal", "llama", "student")})
-    for name, (role, kind, options) in CASES.items():
+    if "path" in models.get("masked", {}):  # first: it is quick, and a short cap must not drop it
+        record.figure("oom", lambda: provoked_oom(Path(models["masked"]["path"]), plan), needs=5)
+    for name in sorted(CASES, key=lambda case: CASES[case][0] == "llama"):  # the largest model last
+        role, kind, options = CASES[name]
         path = Path(models[role]["path"]) if "path" in models.get(role, {}) else None
         record.figure(name, lambda: compared(kind, path, options, plan), needs=5)
-    if "path" in models.get("masked", {}):
-        record.figure("oom", lambda: provoked_oom(Path(models["masked"]["path"]), plan), needs=5)
     cases = [record.data[name] for name in CASES]
     record.data["passed"] = all(isinstance(c, dict) and c.get("passed") for c in cases)
     record.finish()
