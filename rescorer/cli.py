@@ -162,21 +162,31 @@ class QuietParser(argparse.ArgumentParser):
         raise ValueError(message)
 
 
-def hydra_arguments(args: list[str]) -> argparse.Namespace | None:
-    """``args`` read as Hydra's command line reads them (its flags and the overrides); None if it would refuse them."""
+HYDRA_SWITCHES = (("--help", "-h"), ("--hydra-help",), ("--version",), ("--resolve",), ("--run", "-r"),
+                  ("--multirun", "-m"), ("--shell-completion", "-sc"))  # Hydra's flags that take no value …
+HYDRA_VALUES = (("--package", "-p"), ("--config-path", "-cp"), ("--config-name", "-cn"), ("--config-dir", "-cd"),
+                ("--experimental-rerun",))  # … and those that take one (a test holds both to the installed Hydra's)
+HYDRA_CHOICES = {("--cfg", "-c"): (None, ["job", "hydra", "all"]),
+                 ("--info", "-i"): ("all", ["all", "config", "defaults", "defaults-tree", "plugins", "searchpath"])}
+
+
+def hydra_parser() -> argparse.ArgumentParser:
+    """Hydra's command line as its own parser reads it: its flags and the overrides."""
     parser = QuietParser(add_help=False)
-    for flags in (["--help", "-h"], ["--hydra-help"], ["--version"], ["--resolve"], ["--run", "-r"],
-                  ["--multirun", "-m"], ["--shell-completion", "-sc"]):
+    for flags in HYDRA_SWITCHES:
         parser.add_argument(*flags, action="store_true")
     parser.add_argument("overrides", nargs="*")
-    parser.add_argument("--cfg", "-c", choices=["job", "hydra", "all"])
-    for flags in (["--package", "-p"], ["--config-path", "-cp"], ["--config-name", "-cn"], ["--config-dir", "-cd"],
-                  ["--experimental-rerun"]):
+    for flags in HYDRA_VALUES:
         parser.add_argument(*flags)
-    parser.add_argument("--info", "-i", nargs="?", const="all",
-                        choices=["all", "config", "defaults", "defaults-tree", "plugins", "searchpath"])
+    for flags, (const, choices) in HYDRA_CHOICES.items():
+        parser.add_argument(*flags, nargs=None if const is None else "?", const=const, choices=choices)
+    return parser
+
+
+def hydra_arguments(args: list[str]) -> argparse.Namespace | None:
+    """``args`` read as Hydra's command line reads them; None if it would refuse them."""
     try:
-        return parser.parse_args(args)
+        return hydra_parser().parse_args(args)
     except ValueError:
         return None
 

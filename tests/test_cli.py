@@ -223,3 +223,18 @@ def test_every_experiment_uses_only_known_task_and_search_keys(experiment):
     cfg = compose_config(f"+experiment={experiment}")
     check_keys(cfg, "task", cfg.task.name)
     check_keys(cfg, "search", cfg.search.name)
+
+
+def test_the_command_line_reads_hydra_flags_as_the_installed_hydra_does():
+    """The flags the one-line checks parse before Hydra runs are the installed Hydra's own, each taking a value or
+    not, with the same choices: an upgrade of Hydra that adds or changes one fails here."""
+    from hydra._internal.utils import get_args_parser
+
+    from rescorer.cli import hydra_parser
+
+    def flags(parser):
+        return {tuple(a.option_strings): (a.nargs if a.nargs != 0 else "none", a.const if a.nargs == "?" else None,
+                                          a.choices) for a in parser._actions}
+
+    ours, hydra = flags(hydra_parser()), flags(get_args_parser())
+    assert ours == hydra
