@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+import msgspec
+
 from ..bulk import paused_gc
 from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import Meter
+from ..errors import ConfigError
 from ..filehash import content_digest
 from ..files import record_text, record_value, write_text
 from ..io import block_writer
@@ -83,9 +86,9 @@ def finished(job: Job, name: str, content: str) -> ShardResult | None:
         record = record_value(job.record(name).read_text(encoding="utf-8"))
         same = (record["job"] == job.key and record["content"] == content
                 and record["output"] == stamp(job.output(name)))
-        return ShardResult(SetReport(**record["entry"]), [Change(**c) for c in record["changes"]],
+        return ShardResult(SetReport.from_json(record["entry"]), msgspec.convert(record["changes"], list[Change]),
                            record["seconds"], record["depth"]) if same else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, ConfigError, msgspec.ValidationError):
         return None
 
 

@@ -5,9 +5,10 @@ Metric values are keyed by the metric's name (``{"wer": 4.6}``) and given on its
 BLEU 0–100)."""
 from __future__ import annotations
 
-import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence
+
+import msgspec
 
 from ..combine import Column
 from ..errors import ConfigError
@@ -33,17 +34,13 @@ class Record:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Any:
-        """The record ``data`` holds (keys it does not define, such as ``non_finite``, are passed over)."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a {cls.__name__} must be a JSON object, not {type(data).__name__}")
-        hints = typing.get_type_hints(cls)
-        given = {f.name: from_json(hints[f.name], data[f.name]) for f in fields(cls) if f.name in data}
-        missing = [f.name for f in fields(cls)
-                   if f.name not in given and f.default is MISSING and f.default_factory is MISSING]
-        if missing:
-            raise ConfigError(f"a {cls.__name__} needs {', '.join(missing)}")
-        return cls(**given)
+    def from_json(cls, data: Any) -> Any:
+        """The record ``data`` holds, checked against the type hints (nested records included; keys it does not
+        define, such as ``non_finite``, are passed over); a value of the wrong type is one line naming its path."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as err:
+            raise ConfigError(f"a {cls.__name__}: {err}") from None
 
 
 def as_json(value: Any) -> Any:
@@ -53,24 +50,6 @@ def as_json(value: Any) -> Any:
         return {key: as_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [as_json(item) for item in value]
-    return value
-
-
-def from_json(kind: Any, value: Any) -> Any:
-    """``value`` as ``kind``: a record, an optional record, or a mapping of records; anything else as it is."""
-    if value is None:
-        return None
-    if typing.get_origin(kind) is typing.Union:
-        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
-    if isinstance(kind, type) and issubclass(kind, Record):
-        return kind.from_json(value)
-    if typing.get_origin(kind) is dict:
-        item = typing.get_args(kind)[1]
-        if isinstance(item, type) and issubclass(item, Record):
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"a mapping of {item.__name__} records must be a JSON object, not "
-                                  f"{type(value).__name__}")
-            return {key: item.from_json(entry) for key, entry in value.items()}
     return value
 
 
@@ -99,11 +78,11 @@ class SetReport(Record):
     references: bool
     changed_1best: int
     """Utterances whose 1-best text changed."""
-    baseline: Optional[dict[str, float]] = omitted_if_none()
+    baseline: Optional[dict[str, Optional[float]]] = omitted_if_none()
     """``{metric: value}`` of the input (toolkit's) 1-best."""
-    rescored: Optional[dict[str, float]] = omitted_if_none()
+    rescored: Optional[dict[str, Optional[float]]] = omitted_if_none()
     """``{metric: value}`` of the re-ranked 1-best."""
-    oracle: Optional[dict[str, float]] = omitted_if_none()
+    oracle: Optional[dict[str, Optional[float]]] = omitted_if_none()
     """``{metric: value}`` of the best hypothesis in every list: the most re-ranking could reach."""
     ci95: Optional[Interval] = omitted_if_none()
     change: Optional[str] = omitted_if_none()
@@ -206,9 +185,9 @@ class EvaluatedSet(Record):
     utterances: int
     hypotheses: int
     columns: list[str]
-    baseline: dict[str, float]
+    baseline: dict[str, Optional[float]]
     """``{metric: value}`` of the input (toolkit's) 1-best."""
-    oracle: dict[str, float]
+    oracle: dict[str, Optional[float]]
     """``{metric: value}`` of the best hypothesis in every list."""
 
 
