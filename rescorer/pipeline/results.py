@@ -19,9 +19,10 @@ from .tuned import FILE as TUNED_FILE, Tuned
 
 
 def write_run(out: RunDir, report: Report, changes: Mapping[str, Sequence[Change]], metric: Metric, tuned: Tuned,
-              title: str, result: SearchResult | None) -> None:
+              title: str, result: SearchResult | None, outputs: str | None = None, shown: int | None = None) -> None:
     """What a run writes beside its sets (written already under ``out``): ``tuned.yaml``, the weight plot (a tuning
-    run's ``result``) and the reports; ``report`` gains where each went."""
+    run's ``result``) and the reports, whose table and summary show the first ``shown`` sets (report.md and
+    report.html have them all) and say where the ``outputs`` are; ``report`` gains where each file went."""
     plot = None
     if result is not None and report.search is not None:
         names = [c.name for c in tuned.columns]
@@ -33,11 +34,15 @@ def write_run(out: RunDir, report: Report, changes: Mapping[str, Sequence[Change
     written = report.to_json()
     write_html(out.work / "report.html", written, changes, plot.read_bytes() if plot else None)
     name = metric.name.upper()
-    table = [("utterances", "utterances"), (f"baseline.{metric.name}", f"{name} before"),
-             (f"rescored.{metric.name}", f"{name} after"), (f"oracle.{metric.name}", "best possible (oracle)"),
-             ("ci95.low", "95% CI low"), ("ci95.high", "95% CI high"), ("changed_1best", "1-bests changed")]
-    write_report(out.work, written, table, title, notes=summary(written, changes, str(out.final),
-                                                                report.tuned_file if result else None))
+    judged = [(f"baseline.{metric.name}", f"{name} before"), (f"rescored.{metric.name}", f"{name} after"),
+              (f"oracle.{metric.name}", "best possible (oracle)"), ("ci95.low", "95% CI low"),
+              ("ci95.high", "95% CI high")] if any(e.references for e in report.sets.values()) else []
+    table = [("utterances", "utterances"), *judged, ("changed_1best", "1-bests changed")]
+    outputs = outputs or (f"Outputs in {out.final}/: report.html (every change, side by side), report.md, "
+                          "<set>/1best.txt and each list re-ranked in its own format.")
+    write_report(out.work, written, table, title, notes=summary(written, changes, outputs,
+                                                                report.tuned_file if result else None, shown),
+                 shown=shown)
 
 
 def context_labels(tuned: Tuned) -> dict[str, str]:

@@ -23,13 +23,13 @@ from ..io import block_writer
 from ..io.sets import NBestSet
 from ..log import warning as warn
 from ..metrics import Metric
-from ..report import Report, SetReport, write_report
-from ..report.html import write_html
-from ..report.summary import headline
+from ..report import Report, SetReport
 from ..safetext import visible
 from ..options import RunOptions
 from .outdir import SHARDED, SHARDS, Job, open_out_dir
-from .rescore import depth_warnings
+from .outputs import RunDir
+from .rescore import depth_warnings, weights_text
+from .results import write_run
 from .stream import CHUNK, Tally, apply_blocks, set_blocks
 from .tuned import Tuned
 
@@ -173,15 +173,8 @@ def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned,
                        scorers={column: scorer.signature for column, scorer in scorers.items()},
                        sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes,
                        warnings=warnings)
-    report.html = str(job.path / "report.html")
-    written = report.to_json()
-    changes = {name: r.changes for name, r in results.items()}
-    write_html(job.path / "report.html", written, changes, None)
-    table = [("utterances", "utterances"), ("hypotheses", "hypotheses"), ("changed_1best", "1-bests changed")]
-    lines = [headline(name, entry, metric.name, "") for name, entry in written["sets"].items()][:SHOWN]
-    lines += [f"Note: {note}" for note in notes] + [f"Warning: {warning}" for warning in warnings]
-    lines.append(f"Outputs in {job.path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows "
-                 "the changes.")
-    write_report(job.path, written, table, f"{data}: {len(results)} shards re-ranked with "
-                 f"{', '.join(f'{k}={v:g}' for k, v in tuned.weights.items())}", notes=lines, shown=SHOWN)
+    write_run(RunDir(job.path, job.path), report, {name: r.changes for name, r in results.items()}, metric, tuned,
+              f"{data}: {len(results)} shards re-ranked with {weights_text(tuned.weights)}", None,
+              f"Outputs in {job.path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows the "
+              "changes.", SHOWN)
     return report

@@ -11,6 +11,7 @@ from ..safetext import number
 EXAMPLES = 3
 SHORT = 25   # words: examples are taken from the changed utterances this short, where there are some
 CONTEXT = 3  # unchanged words kept on each side of a difference in an example
+EXAMPLE_SETS = 3  # sets whose examples are shown (report.html has every change)
 
 
 def headline(name: str, entry: Mapping[str, Any], metric: str, units: str) -> str:
@@ -46,17 +47,18 @@ def example_lines(changes: Sequence[Change], k: int = EXAMPLES) -> list[str]:
     return lines
 
 
-def summary(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]], out_dir: str,
-            tuned_file: str | None) -> list[str]:
-    """The lines printed after the table and put at the top of ``report.md``."""
+def summary(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]], outputs: str,
+            tuned_file: str | None, shown: int | None = None) -> list[str]:
+    """The lines printed after the table and put at the top of ``report.md``: a headline for each of the first
+    ``shown`` sets (all by default), examples of the first :data:`EXAMPLE_SETS` of them, the notes and warnings,
+    where the ``outputs`` are, and how to apply a ``tuned_file``."""
     lines = []
-    for name, entry in report["sets"].items():
+    for k, (name, entry) in enumerate(list(report["sets"].items())[:shown]):
         lines.append(headline(name, entry, report["metric"], report.get("units", "")))
-        lines += example_lines(changes.get(name, ()))
+        lines += example_lines(changes.get(name, ())) if k < EXAMPLE_SETS else []
     lines += [f"Note: {note}" for note in report.get("notes", ())]
     lines += [f"Warning: {warning}" for warning in report.get("warnings", ())]
-    lines.append(f"Outputs in {out_dir}/: report.html (every change, side by side), report.md, "
-                 f"<set>/1best.txt and each list re-ranked in its own format.")
+    lines.append(outputs)
     if tuned_file:
         lines.append(f"Apply the tuned rescorer to new lists: rescorer task=apply task.tuned={tuned_file} "
                      "data=own data.sets.test.nbest=YOUR_LIST")
