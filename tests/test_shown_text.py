@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import typing
+from dataclasses import fields
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rescorer
+from rescorer.changes import changed
+from rescorer.report import Report
+from rescorer.report.data import Record
+from rescorer.report.html import html_page
 from rescorer.safetext import code, fenced, for_html, for_markdown, visible
 
 ESCAPES = ["\x1b]0;pwned\x07", "\x1b[2J", "\x1b[31mred\x1b[0m", "\u202eevil", "a\u2028b", "\x9b31m"]
@@ -16,6 +24,8 @@ MARKUP = ["<img src=x onerror=alert(1)>", "a | b | c", "```", "`tick`", "[bold r
 PAYLOADS = ESCAPES + MARKUP
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\u2028")  # what a terminal acts on
 ACTIVE = (*CONTROLS, "<img src=x")  # and what a Markdown or HTML page acts on
+FIELD = '<script>alert(1)</script> "><img src=x onerror=1> \'&amp;\x1b]0;pwned\x07\u202e'  # every field, every name
+WITHOUT_MARKUP = str.maketrans({"<": "‹", ">": "›", '"': "”", "'": "’", "&": "＆"})  # look-alikes HTML does not act on
 
 
 def hostile_list(path: Path) -> Path:
@@ -87,3 +97,67 @@ def test_a_bundle_shows_the_tuned_path_and_out_dir_inert(tmp_path, capsys, termi
     shown = terminal.out + terminal.err
     assert "bundled" in shown and not any(bad in shown for bad in CONTROLS), shown
     assert "\\x1b]0;pwned\\x07run\\x1b[2J" in shown and "bundle\\x1b[31m" in shown  # shown, not applied
+
+
+def filled(kind: Any, text: str) -> Any:
+    """A value of type ``kind`` with every field of every record given, one entry in every mapping and list, and
+    every string and mapping key ``text`` (numbers 1 or 0.5, flags true)."""
+    if typing.get_origin(kind) is typing.Union:
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    if isinstance(kind, type) and issubclass(kind, Record):
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: filled(hints[f.name], text) for f in fields(kind)})
+    if typing.get_origin(kind) is dict:
+        return {text: filled(typing.get_args(kind)[1], text)}
+    if typing.get_origin(kind) is list:
+        return [filled(typing.get_args(kind)[0], text)]
+    return {bool: True, int: 1, float: 0.5}.get(kind, text)
+
+
+def report_page(text: str, task: str | None) -> str:
+    """report.html of a report whose every field and name is ``text`` (its task ``task`` where given), with changed
+    utterances whose ids, references and hypotheses carry ``text``, in the report's set and in a set of its own."""
+    report = filled(Report, text).to_json()
+    report["task"] = task or report["task"]
+    changes = {text: changed([f"u1 {text}", f"u2 {text}"], [f"a {text} b", text], [f"a {text} c", "x"],
+                             [f"a {text} c", f"{text} y"]),
+               f"{text} without references": changed([f"u3 {text}"], [f"{text} b"], [f"c {text}"], None)}
+    return html_page(report, changes, b"\x89PNG\r\n\x1a\n")
+
+
+class Page(HTMLParser):
+    """A page as browsers read it: its elements in order (tag and attribute names), and the text it shows (element
+    text and attribute values; scripts and styles left out)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, tuple[str, ...]]] = []
+        self.texts: list[str] = []
+        self.code = False
+        self.feed(page)
+        self.close()
+        self.text = "\n".join(self.texts)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, tuple(name for name, _ in attrs)))
+        self.texts += [value or "" for _, value in attrs]
+        self.code = tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.code = False
+
+    def handle_data(self, data: str) -> None:
+        if not self.code:
+            self.texts.append(data)
+
+
+@pytest.mark.parametrize("task", [None, "apply"])  # apply: the tuned file is shown too
+def test_every_field_of_the_report_reaches_the_page_as_text(task):
+    assert all(f.name in filled(Report, FIELD).to_json() for f in fields(Report))  # every field, omitted or not
+    page = report_page(FIELD, task)
+    hostile, inert = Page(page), Page(report_page(FIELD.translate(WITHOUT_MARKUP), task))
+    assert hostile.elements == inert.elements  # no element or attribute but the template's own
+    assert hostile.text.translate(WITHOUT_MARKUP) == inert.text.translate(WITHOUT_MARKUP)  # shown as it is
+    assert "<script>alert(1)</script> \"><img src=x onerror=1>" in hostile.text and "\\x1b]0;pwned\\x07" in hostile.text
+    assert page.count("<script") == 2 and page.count("<img") == 1  # the page's own two scripts and the plot
+    assert not any(c in page for c in CONTROLS)

@@ -85,6 +85,8 @@ def test_installed_wheel_runs_the_demo_from_any_directory(installed, tmp_path):
         assert entry["baseline"]["wer"] == pytest.approx(baseline, abs=1e-9)
         assert entry["rescored"]["wer"] == pytest.approx(baseline, abs=1e-9)  # ctc weight 0: the ESPnet 1-best
         assert (tmp_path / "exp" / "demo" / "rescore" / name / "nbest" / "text").is_file()
+    page = (tmp_path / "exp" / "demo" / "rescore" / "report.html").read_text(encoding="utf-8")
+    assert '<table class="numbers">' in page and "<title>Rescoring report: demo</title>" in page  # templates shipped
     assert sorted(os.listdir(tmp_path)) == ["exp"]
 
 
