@@ -16,7 +16,6 @@ from ..bulk import paused_gc
 from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import Meter
-from ..errors import ConfigError
 from ..filehash import content_digest
 from ..files import record_text, record_value, write_text
 from ..io import block_writer
@@ -66,6 +65,16 @@ class ShardResult:
     depth: int  # the most hypotheses of an utterance
 
 
+@dataclass(frozen=True)
+class ShardRecord(ShardResult):
+    """What ``done/NAME.json`` holds of a finished shard: its result, the job, the content digest of its input and
+    its output's size and time (:func:`stamp`)."""
+
+    job: str
+    content: str
+    output: list[int]
+
+
 def rerank_file(source: NBestSet, out: Path, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
                 chunk: int) -> ShardResult:
     """Shard ``source`` re-ranked into ``out`` in its format (atomically), read, scored and written a piece of
@@ -81,15 +90,13 @@ def rerank_file(source: NBestSet, out: Path, tuned: Tuned, scorers: Mapping[str,
 def finished(job: Job, name: str, content: str) -> ShardResult | None:
     """The recorded result of shard ``name`` when it is finished for ``job``: an input of the same ``content``
     (:func:`~rescorer.filehash.content_digest`), the same job, and its output as written (size and time); else None
-    (it is done again, as is a shard recorded without a content digest)."""
+    (it is done again, as is a shard whose record is unreadable or recorded without a content digest)."""
     try:
-        record = record_value(job.record(name).read_text(encoding="utf-8"))
-        same = (record["job"] == job.key and record["content"] == content
-                and record["output"] == stamp(job.output(name)))
-        return ShardResult(SetReport.from_json(record["entry"]), msgspec.convert(record["changes"], list[Change]),
-                           record["seconds"], record["depth"]) if same else None
-    except (OSError, ValueError, KeyError, TypeError, ConfigError, msgspec.ValidationError):
+        record = msgspec.convert(record_value(job.record(name).read_text(encoding="utf-8")), ShardRecord)
+    except (OSError, ValueError, msgspec.ValidationError):
         return None
+    same = record.job == job.key and record.content == content and record.output == stamp(job.output(name))
+    return record if same else None
 
 
 def finish(job: Job, name: str, content: str, result: ShardResult) -> None:
@@ -97,10 +104,8 @@ def finish(job: Job, name: str, content: str, result: ShardResult) -> None:
     read), its output written: a shard killed before its record is redone."""
     path = job.output(name)
     result.entry.outputs = {"native": str(path)}
-    write_text(job.record(name), record_text({
-        "job": job.key, "content": content, "output": stamp(path), "seconds": result.seconds,
-        "depth": result.depth,
-        "entry": result.entry.to_json(), "changes": [vars(c) for c in result.changes]}) + "\n")
+    record = ShardRecord(**vars(result), job=job.key, content=content, output=stamp(path))
+    write_text(job.record(name), record_text(msgspec.to_builtins(record)) + "\n")
 
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
