@@ -279,6 +279,7 @@ def test_the_table_fits_the_terminal_and_the_signature_stands_whole_on_its_line(
     assert "dev_other" in result.stdout and "test_clean" in result.stdout  # names are never cut
 
 
+@pytest.mark.slow
 def test_a_first_start_on_a_fresh_home_shows_nothing_of_matplotlibs_font_cache(tmp_path):
     """matplotlib builds its font cache on its first import under a new home and logs that it did."""
     (tmp_path / "home").mkdir()
