@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 setup: $(STAMP)
 
 # Each step says what it installs; pip lists what it collects as it goes, and while it unpacks (its longest quiet
-# part) a line every 10 seconds says the step is still at work. About 2.5 minutes in all on a fresh machine.
+# part) a line every 10 seconds says the step is still at work. About 2.5 minutes in all on a fresh 2-core machine.
 PIP := $(BIN)/python -m pip install
 EXTRAS := .[dev,ray,docs]
 working = @( while sleep 10; do echo "setup: still installing, $$(date +%T)"; done ) & ticker=$$!; \

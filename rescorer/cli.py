@@ -314,6 +314,23 @@ def check_key(cfg: dict[str, Any], override: Any, groups: dict[str, list[str]]) 
         node = node[name]
 
 
+LOADED = ("task", "+experiment", "experiment", "data", "scorer")  # the choices the loading line names
+
+
+def say_loading(args: list[str]) -> None:
+    """On a terminal, one line at once saying what a run loads — the config, torch and the models take seconds before
+    the task's first line — through the logger as the command line shows it; nothing for ``--cfg`` and the like."""
+    parsed = hydra_arguments(args)
+    if parsed is None or parsed.cfg or parsed.info or parsed.hydra_help or parsed.shell_completion \
+            or not sys.stdout.isatty():
+        return
+    from .log import info, to_terminal
+
+    to_terminal()
+    picked = [arg for arg in parsed.overrides if arg.partition("=")[0] in LOADED]
+    info(f"rescorer: loading {' '.join(picked) or 'task=evaluate'}…")
+
+
 def main() -> None:
     exit_on_interrupt()
     try:
@@ -325,6 +342,7 @@ def main() -> None:
         if "--help" in args or "-h" in args:
             print(usage())
             return
+        say_loading(args)
         import hydra
 
         from .errors import RescorerError

@@ -166,6 +166,48 @@ def test_multirun_sweeps_data_sets(tmp_path):
         assert transform in report["signature"]
 
 
+# The command line up to its first heavy import: it stops there, printing which module that was.
+STOP_AT_HEAVY_IMPORTS = """
+import sys
+class Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("hydra", "omegaconf", "torch", "transformers"):
+            print(f"importing {name}", flush=True)
+            raise SystemExit(0)
+sys.meta_path.insert(0, Stop())
+sys.argv = ["rescorer", *sys.argv[1:]]
+from rescorer.cli import main
+main()
+"""
+
+
+def first_lines(*args: str, terminal: bool) -> list[str]:
+    """What the command line prints before its first heavy import, its standard output a terminal or a pipe."""
+    import pty
+
+    reader, writer = pty.openpty() if terminal else os.pipe()
+    with subprocess.Popen([sys.executable, "-c", STOP_AT_HEAVY_IMPORTS, *args], stdout=writer,
+                          stderr=subprocess.DEVNULL) as process:
+        os.close(writer)
+        chunks = []
+        while True:
+            try:
+                chunks.append(os.read(reader, 4096))
+            except OSError:  # a terminal's end, once the program has exited
+                break
+            if not chunks[-1]:  # a pipe's end
+                break
+    os.close(reader)
+    return b"".join(chunks).decode().splitlines()
+
+
+def test_on_a_terminal_the_first_line_says_what_loads_before_any_heavy_import():
+    assert first_lines("+experiment=demo", "engine.threads=1", terminal=True) == \
+        ["rescorer: loading +experiment=demo…", "importing hydra"]
+    assert first_lines("task=convert", "task.inputs=x", "--cfg", "job", terminal=True) == ["importing hydra"]
+    assert first_lines("task=convert", "task.inputs=x", terminal=False) == ["importing hydra"]  # a pipe, a log
+
+
 def test_unknown_override_is_a_clear_error(tmp_path):
     result = run_cli("data=nonexistent", cwd=tmp_path)
     assert result.returncode != 0

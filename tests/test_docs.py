@@ -38,6 +38,17 @@ def test_readme_is_a_short_front_door():
     assert "<!-- demo output -->" in lines, "README's quick start keeps the demo's real output after its marker"
 
 
+def test_the_readme_the_guide_and_the_makefile_give_one_set_up_time():
+    """The Makefile's comment on ``make setup`` states the measured time; every page that says how long setting up
+    takes says the same."""
+    stated = re.search(r"About ([\d.]+) minutes in all on a fresh", (ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert stated, "the Makefile no longer says how long make setup takes"
+    readme, guide = README.read_text(encoding="utf-8"), (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    said = [*re.findall(r"adds the install\s+\((?:about|~) ?([\d.–]+) min", readme + guide),
+            *re.findall(r"([\d.–]+) (?:of them )?to set up", readme)]
+    assert len(said) == 3 and set(said) == {stated[1]}, said
+
+
 def test_readme_links_point_at_files_that_exist():
     """README links into docs/ (and elsewhere in the repository) by relative path: each target exists."""
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))

@@ -21,9 +21,9 @@ BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=1
 CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
 
 
-def run(tmp_path: Path, *overrides: str, out: str | None = None) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, *overrides: str, out: str | None = None, **environ: str) -> subprocess.CompletedProcess:
     out = out or str(tmp_path / "out")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **environ}
     return subprocess.run([*RESCORER, *BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
@@ -277,3 +277,14 @@ def test_the_table_fits_the_terminal_and_the_signature_stands_whole_on_its_line(
     signature = json.loads((tmp_path / "out" / "report.json").read_text())["signature"]
     assert signature in result.stdout.splitlines()  # one line, unbroken, whatever the width
     assert "dev_other" in result.stdout and "test_clean" in result.stdout  # names are never cut
+
+
+@pytest.mark.slow
+def test_a_first_start_on_a_fresh_home_shows_nothing_of_matplotlibs_font_cache(tmp_path):
+    """matplotlib builds its font cache on its first import under a new home and logs that it did."""
+    (tmp_path / "home").mkdir()
+    result = run(tmp_path, CTC, HOME=str(tmp_path / "home"), MPLCONFIGDIR=str(tmp_path / "mpl"))
+    assert result.returncode == 0, result.stderr
+    assert list((tmp_path / "mpl").glob("fontlist-*.json")), "the font cache was not built by this run"
+    assert (tmp_path / "out" / "weights_dev_other.png").is_file()
+    assert "fontManager" not in result.stdout + result.stderr and "matplotlib" not in result.stdout + result.stderr

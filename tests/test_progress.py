@@ -1,4 +1,4 @@
-"""Progress of a scoring run: plain lines off a terminal, and one estimate line after a short probe, judged
+"""Progress of a scoring run: plain lines off a terminal, and one estimate line as soon as there is a rate, judged
 with a clock the test moves (no sleeping, nothing depends on the machine's speed); every line a record of the
 ``rescorer`` logger, and neither bar nor line where the logger shows no INFO."""
 from __future__ import annotations
@@ -100,6 +100,34 @@ def test_a_named_column_is_shown_by_its_name_and_a_student_column_gets_no_hint()
     assert lines[1].startswith("ll_ctx: 100/10,000 rows (1%), 10 s elapsed")
     assert lines[-1].startswith("ll_ctx: 800 texts scored in 16 min 40 s")
     assert not any("try scorer" in line for line in run("student", 1.0, 1000, label="fast"))
+
+
+@pytest.mark.parametrize("seconds", [1.0, 3.0, 30.0])
+def test_the_estimate_comes_with_the_first_update_that_has_a_rate(seconds):
+    """However long the first batch takes, the estimate is told when it ends, not with the first plain line."""
+    clock = Clock()
+    with logged() as lines:
+        progress = Progress("pll", texts=900, cached=0, rows=10_000, tokens=1_000_000, stream=io.StringIO(),
+                            clock=clock)
+        progress.update(0, 0)  # no work done yet: no rate, no estimate
+        assert lines == []
+        clock.now += seconds
+        progress.update(10, 1000)
+        assert lines[0] == (f"scoring 900 texts with pll (0 already in the store): 10,000 model rows, about "
+                            f"{duration(1000 * seconds)} in all; for a faster run try scorer=[student] (the one-pass "
+                            "student)")
+        clock.now += seconds
+        progress.update(10, 1000)
+        assert [line for line in lines if "model rows" in line] == lines[:1]  # said once
+
+
+def test_a_loop_off_a_terminal_tells_its_estimate_at_its_first_step():
+    clock = Clock()
+    with logged() as lines:
+        meter = Meter("train", 100, 100, "step", stream=io.StringIO(), clock=clock)
+        clock.now += 2.0
+        meter.update(1, 1)
+    assert lines == ["train: 1/100 steps (1%), 2 s elapsed, about 3 min 18 s left"]
 
 
 def test_duration_reads_as_a_person_would_say_it():
@@ -219,5 +247,6 @@ def test_a_resumed_loop_counts_the_steps_done_before_and_its_estimate_covers_onl
             clock.now += 1.0
             meter.update(1, 1)
         meter.close()
-    assert lines == ["train: 50/100 steps (50%), 10 s elapsed, about 50 s left, dev_loss 2.5",
+    assert lines == ["train: 41/100 steps (41%), 1 s elapsed, about 59 s left, dev_loss 2.5",
+                     "train: 50/100 steps (50%), 10 s elapsed, about 50 s left, dev_loss 2.5",
                      "train: 60/100 steps (60%), 20 s elapsed, about 40 s left, dev_loss 2.5"]

@@ -6,8 +6,9 @@ configured logging, or has called ``logging.disable()``, sees neither bar nor li
 Time is measured in units of work that time grows with (tokens, characters, bytes), not in items: rows run longest
 first, so rows per second early on would overstate the wait. The rate is the recent one (the last quarter of the
 time so far): the first batches (warming up, allocating) would otherwise weigh on the estimate for the whole run.
-A scoring run also states, once a short probe has run, what it scores and how long it will take (with a faster
-scorer to try when that is long), and at its end what it took."""
+The first estimate comes at the first update that has a rate, the later lines refine it; a scoring run states then
+what it scores and about how long it will take (with a faster scorer to try when that is long), and at its end what
+it took."""
 from __future__ import annotations
 
 import logging
@@ -20,9 +21,6 @@ from tqdm.auto import tqdm
 
 from ..log import LOGGER, info, writes_around_bars
 
-PROBE_SECONDS = 3.0   # scoring time before the estimate is printed, at the earliest …
-PROBE_SHARE = 0.1     # … once this share of the tokens is done (the first batches warm up and run slower) …
-PROBE_LATEST = 10.0   # … or after this many seconds, whichever comes first
 SHOW_ABOVE = 20.0     # an estimate shorter than this is not worth a line
 LONG = 600.0          # an estimate longer than this suggests the one-pass student
 FAST_KIND = "student"
@@ -57,6 +55,7 @@ class Meter:
         self.bar = tqdm(total=count, unit=unit, desc=label, disable=not drawn, dynamic_ncols=True, file=self.stream)
         self.start = self.last = self.clock()
         self.items = self.done = 0
+        self.timed = False  # whether an update has had a rate yet
         self.notes: dict[str, str] = {}
         self.samples: deque[tuple[float, float]] = deque([(self.start, 0)])  # (time, work done) in the window
 
@@ -71,13 +70,20 @@ class Meter:
             self.samples.popleft()  # the window only grows: a sample that left it never comes back
         if self.quiet:
             return
-        self.probe(now)
+        if not self.timed and self.done > 0 and now > self.start:
+            self.timed = True
+            if now - self.start + self.left(now) >= SHOW_ABOVE:
+                self.first_estimate(now)
         if self.plain and now - self.last >= self.every:
             self.last = now
-            notes = "".join(f", {name} {value}" for name, value in self.notes.items())
-            self.say(f"{self.label}: {self.items:,}/{self.count:,} {self.unit}s "
-                     f"({100 * self.items / max(self.count, 1):.0f}%), {duration(now - self.start)} elapsed, "
-                     f"about {duration(self.left(now))} left{notes}")
+            self.line(now)
+
+    def line(self, now: float) -> None:
+        """The plain line: the count, the time so far and the estimate of the time left."""
+        notes = "".join(f", {name} {value}" for name, value in self.notes.items())
+        self.say(f"{self.label}: {self.items:,}/{self.count:,} {self.unit}s "
+                 f"({100 * self.items / max(self.count, 1):.0f}%), {duration(now - self.start)} elapsed, "
+                 f"about {duration(self.left(now))} left{notes}")
 
     def skip(self, items: int, work: float) -> None:
         """``items`` done before this run: they count as done and take none of the time left."""
@@ -93,8 +99,11 @@ class Meter:
         self.notes = dict(values)
         self.bar.set_postfix(self.notes)
 
-    def probe(self, now: float) -> None:
-        """What to say, if anything, after an update at ``now`` (nothing here)."""
+    def first_estimate(self, now: float) -> None:
+        """What to say at the first update that has a rate, in a run long enough for an estimate: the plain line
+        (a bar shows its own)."""
+        if self.plain and now - self.last < self.every:  # else the plain line comes with this update
+            self.line(now)
 
     def left(self, now: float) -> float:
         """Seconds still to go at the recent rate (over the samples in the window and the one just before it)."""
@@ -131,21 +140,11 @@ class Progress(Meter):
                  label: str | None = None):
         super().__init__(label or kind, rows, tokens, "row", show, every, stream, clock)
         self.kind, self.texts, self.cached = kind, texts, cached
-        self.estimated = self.announced = False
+        self.announced = False
 
-    def probe(self, now: float) -> None:
-        """The estimate line, once: after :data:`PROBE_SECONDS` and :data:`PROBE_SHARE` of the tokens, or after
-        :data:`PROBE_LATEST` seconds."""
-        probed = now - self.start >= PROBE_SECONDS and self.done >= PROBE_SHARE * self.work
-        if not self.estimated and (probed or now - self.start >= PROBE_LATEST):
-            self.estimated = True
-            self.estimate(now)
-
-    def estimate(self, now: float) -> None:
+    def first_estimate(self, now: float) -> None:
         """One line: what is scored and about how long it takes; a faster scorer to try when that is long."""
         total = now - self.start + self.left(now)
-        if total < SHOW_ABOVE:
-            return
         self.announced = True
         hint = (f"; for a faster run try scorer=[{FAST_KIND}] (the one-pass student)"
                 if total > LONG and self.kind != FAST_KIND else "")

@@ -97,6 +97,9 @@ class Format:
     generic format read through a mapping)."""
     directory: bool = False
     """A list is a directory (written as ``NAME/nbest/``)."""
+    suffix: str = ""
+    """How the name of a file in this format ends when rescorer names it (``task=convert``); empty for a directory
+    format."""
     all_columns: bool = False
     """Every score column is written under its own name (else the base is the format's overall score)."""
     one_best: str = ""

@@ -64,7 +64,7 @@ def file_name(column: str) -> bool:
 
 MOSES = dict(translation=True, base=("total",), one_document=True, line_number_ids=True, text_chars=LINE_BREAKS,
              text_words=("|||",), id_problem=integer_id(r"[0-9]+", "a non-negative integer"),
-             column_problem=feature_label)
+             column_problem=feature_label, suffix=".txt")
 REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tries them
     Format("espnet2", espnet2_blocks, write_espnet2, writer=espnet2_writer, detect=detect_espnet2, directory=True,
            one_best="text", text_chars=LINE_BREAKS, id_problem=line_id),
@@ -72,15 +72,15 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
            all_columns=True, one_best="text", text_chars=LINE_BREAKS, id_problem=line_id, column_problem=file_name),
     Format("hyporadise", hyporadise_blocks, write_hyporadise, writer=hyporadise_writer, detect=detect_hyporadise,
            base=("am_score", "score"), per_token="HyPoradise scores are per-token log-probabilities", one_document=True,
-           holds_empty=True),
+           holds_empty=True, suffix=".json"),
     Format("jsonl", jsonl_blocks, write_jsonl, writer=jsonl_writer, detect=detect_jsonl, base=("score", "total"),
-           all_columns=True, holds_empty=True),
+           all_columns=True, holds_empty=True, suffix=".jsonl"),
     Format("sockeye", sockeye_blocks, write_sockeye, writer=sockeye_writer, detect=detect_sockeye, translation=True,
-           per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True),
+           per_token="Sockeye scores are length-penalised", one_document=True, holds_empty=True, suffix=".jsonl"),
     Format("espnet1", whole(read_espnet1), write_espnet1, detect=detect_espnet1, one_best="text",
-           text_words=("\u2581", "<eos>")),
+           text_words=("\u2581", "<eos>"), suffix=".json"),
     Format("mlm-scoring", whole(read_mlm_scoring), write_mlm_scoring, detect=detect_mlm_scoring, one_document=True,
-           holds_empty=True),
+           holds_empty=True, suffix=".json"),
     Format("marian", moses_blocks, functools.partial(write_moses, style="marian"),
            writer=functools.partial(moses_writer, style="marian"), detect=detect_marian, **MOSES),
     Format("moses", moses_blocks, write_moses, writer=moses_writer, detect=detect_moses,
@@ -88,9 +88,11 @@ REGISTRY: dict[str, Format] = {f.name: f for f in (  # in the order fmt=auto tri
     Format("fairseq", fairseq_blocks, write_fairseq, writer=fairseq_writer, detect=detect_fairseq, translation=True,
            per_token="fairseq scores are divided by the hypothesis length", one_document=True, line_number_ids=True,
            one_best="generate-1best.txt", one_best_ids=False, text_chars="\t" + LINE_BREAKS, refs_inline=True,
-           id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros")),
-    Format("nemo", nemo_blocks, write_nemo, writer=nemo_writer, detect=detect_nemo, text_chars="\t" + LINE_BREAKS),
-    Format("fields", fields_blocks, write_fields, writer=fields_writer, base=("score", "total"), holds_empty=True),
+           id_problem=integer_id(r"0|[1-9][0-9]*", "a non-negative integer without leading zeros"), suffix=".txt"),
+    Format("nemo", nemo_blocks, write_nemo, writer=nemo_writer, detect=detect_nemo, text_chars="\t" + LINE_BREAKS,
+           suffix=".tsv"),
+    Format("fields", fields_blocks, write_fields, writer=fields_writer, base=("score", "total"), holds_empty=True,
+           suffix=".jsonl"),
 )}
 
 

@@ -39,11 +39,23 @@ def named_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> dic
 
 def input_paths(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
     """The paths ``inputs`` names: a path or a list of them, each expanded by :func:`expanded`."""
+    return [path for value in given(inputs) for path in expanded(value)]
+
+
+def given(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    """The values of ``inputs`` (a path or a list of them) as written, checked."""
     INPUTS.check(KEY, inputs)
-    given = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    if not given or given == [""]:
+    values = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    if not values or values == [""]:
         raise ConfigError(f"{KEY} is empty: name {TAKES}")
-    return [path for value in given for path in expanded(os.fspath(value))]
+    return [os.fspath(value) for value in values]
+
+
+def named_paths(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """The paths ``inputs`` names as written — a directory of shards, a list file — besides the shards they expand to
+    (a glob names only its matches): what an out_dir must stay apart from, or the next run would read it as a shard."""
+    return [Path(value[len(LIST):] if value.startswith(LIST) else value) for value in given(inputs)
+            if value.strip(LIST) and not glob.has_magic(value)]
 
 
 def expanded(text: str) -> list[Path]:

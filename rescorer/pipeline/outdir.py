@@ -1,5 +1,5 @@
 """``out_dir`` checked and opened by one function for every task: apart from what the run reads, and new, empty or
-an earlier output of the same kind — a run's (replaced whole), a sharded apply's of the same job or a training's
+an earlier output of the same kind — a run's or a convert's (replaced whole), a sharded apply's of the same job or a training's
 (both resumed); anything else is refused in one line."""
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from ..files import record_text, record_value, write_text
 MARK = "report.json"  # a run's output, which the next run replaces whole
 JOB, SHARDS, DONE = "job.json", "shards", "done"  # a sharded apply's: out_dir/job.json, shards/NAME, done/NAME.json
 TRAINING = "config.json"  # a training's (task=distill), which the next training resumes
+CONVERTED = ".converted.json"  # a convert's (task=convert), which the next convert replaces whole; hidden, so that
+# its out_dir is itself the task.inputs of the next task (a directory's hidden files are not inputs)
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,8 @@ class Kind:
 RUN = Kind("an earlier run's outputs", MARK, "a run replaces only an earlier run's outputs")
 SHARDED = Kind("a sharded apply's shards", JOB, "a sharded apply resumes only its own job")
 TRAINED = Kind("a training run", TRAINING, "a training resumes only an earlier training")
-KINDS = (SHARDED, TRAINED, RUN)  # asked in this order: a sharded apply and a training write a report.json too
+CONVERT = Kind("converted lists", CONVERTED, "a convert replaces only an earlier convert's lists")
+KINDS = (SHARDED, TRAINED, CONVERT, RUN)  # asked in this order: a sharded apply and a training write a report.json too
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Figures a person would rather look at than a table: the dev metric against the interpolation weights."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -12,7 +13,9 @@ from ..metrics import Metric
 
 
 def pyplot():
-    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    """matplotlib's pyplot on the file-only Agg backend (no display needed), its own INFO lines (``generated new
+    fontManager`` on a first start) kept from the command line's output: its warnings still show."""
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
     matplotlib.use("Agg")
