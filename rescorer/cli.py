@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -196,10 +197,10 @@ def refuse_aliases(path: Path) -> None:
     import yaml
 
     from .errors import ConfigError
-    from .pipeline.tuned import NoAliasLoader
+    from .pipeline.tuned import StrictLoader
 
     try:
-        yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=NoAliasLoader)  # noqa: S506
+        yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=StrictLoader)  # noqa: S506
     except yaml.YAMLError as err:
         if "aliases" in str(err):
             raise ConfigError(f"{path}: YAML aliases (*name) are not allowed in a config") from None
@@ -222,7 +223,8 @@ def check_config_files(conf: Path) -> None:
 
 @contextlib.contextmanager
 def one_line_refusals() -> Iterator[None]:
-    """Hydra's, OmegaConf's and YAML's refusals of the command line or a config file as one :class:`ConfigError`."""
+    """Hydra's, OmegaConf's and YAML's refusals of the command line or a config file, and a key too long for Hydra to
+    look up, as one :class:`ConfigError`."""
     import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -234,6 +236,11 @@ def one_line_refusals() -> Iterator[None]:
     except (HydraException, OmegaConfBaseException, yaml.YAMLError) as err:
         cause = f": {str(err.__cause__).splitlines()[0]}" if err.__cause__ is not None and str(err.__cause__) else ""
         raise ConfigError(" ".join(word for word in f"{err}{cause}".split() if word != "^")) from None
+    except OSError as err:  # Hydra looks a key up as a file name: one longer than a file name may be
+        if err.errno != errno.ENAMETOOLONG:
+            raise
+        key = Path(err.filename or "").name
+        raise ConfigError(f"the key {key[:60]}… is too long ({err.strerror}): shorten it") from None
 
 
 def check_run_dir(overrides: list[Any], multirun: bool) -> None:

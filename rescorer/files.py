@@ -38,6 +38,9 @@ def current_umask() -> int:
 # staging names: a staging path names its owner (``.NAME.PID@HOST.RANDOM.tmp``) so that a later writer of the same
 # path can tell a dead owner's leftovers from a live writer's work.
 _OWN_STAGING: set[Path] = set()
+# the longest name of a file written here: its staging name (.NAME.PID@HOST.RANDOM.tmp) still fits in a file name's
+# 255 bytes with a host name of up to 47 characters
+NAME_LENGTH = 185
 _HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
 
 

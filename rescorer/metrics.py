@@ -197,13 +197,15 @@ def tokenised_share(texts: Sequence[str]) -> float:
     return sum(bool(TOKENISED.search(text)) for text in texts) / max(1, len(texts))
 
 
+METRICS = {"wer": WER, "bleu": BLEUMetric}
+
+
 def make_metric(name: str, **options) -> Metric:
     """``wer`` or ``bleu`` with its options; an unknown name or option is one line naming it."""
-    kinds = {"wer": WER, "bleu": BLEUMetric}
-    if name not in kinds:
-        raise UnknownNameError("metric", name, list(kinds))
-    check_known(f"{name} option", options, keywords(kinds[name].__init__)[0] - {"self"})
-    return kinds[name](**options)
+    if name not in METRICS:
+        raise UnknownNameError("metric", name, list(METRICS))
+    check_known(f"{name} option", options, keywords(METRICS[name].__init__)[0] - {"self"})
+    return METRICS[name](**options)
 
 
 STATS_CHUNK = 8192  # hypotheses whose statistics are computed at once: their word lists and n-grams are many times

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Mapping
@@ -17,8 +18,9 @@ KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", 
 @dataclass(frozen=True)
 class Option:
     """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``paths``: a path or a
-    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), whether null is
-    allowed and an example for errors."""
+    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), the texts it takes
+    (``choices``, or a ``pattern`` the whole text matches, described by ``example``), whether null is allowed and an
+    example for errors."""
 
     kind: str
     low: float | None = None
@@ -26,6 +28,8 @@ class Option:
     strict: bool = False
     null: bool = False
     example: str = ""  # shown after the kind, e.g. ``{ctc: {range: [0, 1], step: 0.1}}``
+    choices: tuple[str, ...] = ()
+    pattern: str = ""
 
     def check(self, key: str, value: Any) -> Any:
         """``value`` itself; a :class:`ConfigError` naming ``key`` if it is not what this option holds."""
@@ -43,7 +47,8 @@ class Option:
         if self.kind == "mapping":
             return isinstance(value, Mapping)
         if self.kind == "text":
-            return isinstance(value, str)
+            return isinstance(value, str) and (not self.choices or value in self.choices) and (
+                not self.pattern or re.fullmatch(self.pattern, value) is not None)
         if self.kind == "path":  # a NUL byte cannot be in any path the system opens
             return isinstance(value, (str, os.PathLike)) and "\0" not in os.fspath(value)
         if self.kind == "paths":
@@ -57,7 +62,9 @@ class Option:
 
     @property
     def described(self) -> str:
-        """In words, e.g. ``an integer ≥ 1 or null``, ``a number in (0, 1)``."""
+        """In words, e.g. ``an integer ≥ 1 or null``, ``a number in (0, 1)``, ``one of none, gnmt``."""
+        if self.choices or self.pattern:
+            return f"one of {', '.join(self.choices) or self.example}" + (" or null" if self.null else "")
         if self.low is not None and self.high is not None:
             bounds = f" in {'(' if self.strict else '['}{self.low:g}, {self.high:g}{')' if self.strict else ']'}"
         elif self.low is not None:

@@ -64,6 +64,12 @@ CASES = {
                                   ["data.sets.eval.refs is given but data.sets.eval.nbest is not"]),
     "misspelt data set key": ([CTC, "++data.sets.dev_other.evry=3"], ["dev_other", "'evry'", "every"]),
     "misspelt engine key": ([CTC, "++engine.bugdet=5"], ["'bugdet'", "budget"]),
+    "tuning on a set that is not there": ([CTC, "task.tune_on=abc"],
+                                          ["task.tune_on='abc' is not one of the sets", "dev_other, test_clean"]),
+    "base penalty without a base name": ([CTC, "task.base.penalty=abc"],
+                                         ["task.base.penalty must be one of none, gnmt, tokens, auto, not 'abc'"]),
+    "device with no scorer": ([CTC, "engine.device=xyz"], ["engine.device must be one of auto, cpu", "'xyz'"]),
+    "dtype with no scorer": ([CTC, "engine.dtype=xyz"], ["engine.dtype must be one of auto, fp32", "'xyz'"]),
 }
 
 
@@ -74,6 +80,29 @@ SLOW_CASES = {"misspelt device", "unknown dtype"}  # over 5 s each
 def test_bad_values_get_one_line_and_exit_2_and_leave_nothing(case, tmp_path):
     overrides, expected = CASES[case]
     result = run(tmp_path, *overrides)
+    assert_one_line_exit_2(result, *expected)
+    assert not (tmp_path / "out").exists()
+
+
+APPLY_CASES = {
+    "a metric name that is a list": (["data=own", f"data.sets.test.nbest={DEMO / 'test_clean'}", "data.metric.name=[1,2]"],
+                                     ["data.metric.name must be one of auto, wer, bleu, not [1, 2]"]),
+    "a chunk that is not a number": (["data=own", f"data.sets.test.nbest={DEMO / 'test_clean'}", "task.chunk=abc"],
+                                     ["task.chunk must be an integer ≥ 1, not 'abc'"]),
+    "data sets beside inputs": (["data=own", f"data.sets.test.nbest={DEMO / 'test_clean'}",
+                                 f"task.inputs={DEMO / 'test_clean'}"], ["task.inputs and data", "give task.inputs"]),
+    "a data group beside inputs": (["data=moses", f"task.inputs={DEMO / 'test_clean'}"], ["task.inputs and data"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(APPLY_CASES))
+def test_an_apply_refuses_options_it_does_not_read_when_they_are_malformed_or_clash(case, tmp_path):
+    overrides, expected = APPLY_CASES[case]
+    tuned = tmp_path / "tuned.yaml"
+    tuned.write_text("not read: the options are refused first\n")
+    result = subprocess.run([*RESCORER, "task=apply", f"task.tuned={tuned}", f"out_dir={tmp_path / 'out'}",
+                             "engine.store=null", *overrides], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert_one_line_exit_2(result, *expected)
     assert not (tmp_path / "out").exists()
 

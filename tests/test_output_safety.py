@@ -276,6 +276,37 @@ def test_the_python_api_refuses_an_out_dir_holding_its_dev_set(workspace):
     assert checksums(workspace) == before
 
 
+def test_a_key_too_long_for_a_file_name_is_one_line(workspace):
+    assert_refused_leaving_all_as_it_was(workspace, *RUN, f"+data.sets.{'x' * 250}.nbest=dev", "out_dir=o/new",
+                                         expected=("the key data.sets.xxx", "is too long"))
+
+
+def test_an_input_name_too_long_to_stage_is_named_and_out_dir_is_not_blamed(workspace):
+    long = workspace / ("z" * 245 + ".jsonl")
+    shutil.copy(workspace / "o" / "chain" / "dev.jsonl", long)
+    says = assert_refused_leaving_all_as_it_was(
+        workspace, "task=apply", "data=own", "task.tuned=o/chain/tuned.yaml", f"data.sets.test.nbest={long.name}",
+        "out_dir=o/new", "engine.store=s.sqlite", expected=("the file name is too long", "zzzz"))
+    assert "cannot write there" not in says
+
+
+def test_a_closed_standard_output_ends_an_in_memory_apply_quietly_with_its_outputs_in_place(workspace):
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the table: every write to standard output fails
+    try:
+        done = subprocess.run([*RESCORER, "task=apply", "data=own", "task.tuned=o/chain/tuned.yaml",
+                               "data.sets.test.nbest=dev", "data.sets.test.every=15", "data.sets.test.top=5",
+                               "out_dir=o/new", "engine.store=s.sqlite", "engine.progress=false"], cwd=workspace, stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
+    out = workspace / "o" / "new"
+    assert json.loads((out / "report.json").read_text())["sets"]["test"]["utterances"] > 0
+    assert (out / "test.jsonl").is_file() and (out / "report.md").is_file()
+    assert not [p for p in workspace.joinpath("o").iterdir() if p.name.startswith(".")]  # no staging left
+
+
 # ---------------------------------------------------------------- what a run reads, named in its errors
 def test_a_symlink_loop_as_the_n_best_is_one_line_naming_it(workspace):
     (workspace / "loop").symlink_to("loop")
@@ -327,6 +358,7 @@ def test_an_input_named_like_an_output_keeps_its_re_ranked_copy(fixture, named, 
     (["tuned.yaml"], "where the run itself writes too"),
     (["weights_dev.png"], "where the run's weight plots writes too"),
     (["report"], "set 'report' would write report.jsonl"),
+    (["x" * 180], "is 180 characters, too long for the file names of its outputs in out_dir (at most 179)"),
 ])
 def test_sets_whose_outputs_would_collide_are_refused_before_any_work(names, says, tmp_path):
     sets = {name: {"nbest": str(DEMO / "dev_other"), "refs": str(DEMO / "dev_other" / "ref.trn"), "every": 100}

@@ -354,6 +354,16 @@ def test_an_out_dir_of_another_job_or_inside_the_inputs_is_refused(demo_shards, 
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me" and not (tmp_path / "new").exists()
 
 
+def test_an_out_dir_inside_a_folder_of_shards_is_refused_on_the_first_run(demo_shards, tuned, tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copy(demo_shards / "dev.jsonl", folder / "one.jsonl")
+    before = tree(folder)
+    with pytest.raises(ConfigError, match=f"out_dir={folder / 'out'} is inside {folder}, which this run reads"):
+        rescorer.apply(None, tuned, inputs=folder, out_dir=folder / "out", engine={"progress": False})
+    assert tree(folder) == before
+
+
 @pytest.mark.slow
 def test_the_command_line_applies_a_glob_of_shards_and_refuses_an_empty_one_in_a_line(demo_shards, tuned,
                                                                                         tmp_path):

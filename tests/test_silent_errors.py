@@ -217,11 +217,20 @@ def test_a_total_beyond_the_float_range_is_refused():
     rows = [[("b0", [-1.0, HUGE, 0.0]), ("a0", [0.0, 0.0, 0.0])]]
     nbest = overflowing_list(rows)
     features = Features.of(nbest, Column("score"), [Column("c1"), Column("c2")])
-    with pytest.raises(ConfigError, match=r"total of hypothesis 1 of utterance 1 is \+inf: column 'c1' is 1e\+308 "
-                                          "under weight 2") as info:
+    with pytest.raises(ConfigError, match=r"^overflow.jsonl: utterance 'u0': the total of hypothesis 1 is \+inf: "
+                                          "column 'c1' is 1e\\+308 under weight 2") as info:
         totals(features, np.array([2.0, 2.0]))
     one_line(info.value)
     assert totals(features, np.array([0.5, 2.0])).tolist() == [[HUGE / 2 - 1.0, 0.0]]
+
+
+def test_a_total_beyond_the_float_range_names_the_file_and_line_of_its_utterance(tmp_path):
+    rows = [[(f"b{u}", [-1.0, HUGE if u == 2 else 0.0, 0.0]), (f"a{u}", [0.0] * 3)] for u in range(3)]
+    path = tmp_path / "huge.jsonl"
+    write_nbest(overflowing_list(rows), path)
+    with pytest.raises(ConfigError) as info:
+        rescorer.apply(path, rescorer.rescore(dev=overflowing_list(rows[:2]), columns=AT_TWO, bootstrap=10).tuned)
+    assert str(info.value).startswith(f"{path}:3: utterance 'u2': the total of hypothesis 1 is +inf"), str(info.value)
 
 
 def test_a_nan_lm_score_sorts_last_unless_its_weight_is_zero():

@@ -80,9 +80,11 @@ def test_a_tuned_file_may_name_a_model_and_its_scoring_options_and_nothing_else(
     ({"dev": "abc"}, "dev must be a mapping"),
     ({"dev": {"wer": "low"}}, "dev.wer must be a number"),
     ({"search": 3}, "search must be a string"),
+    ({"base": {"name": 5, "penalty": "none"}}, "base.name must be a string, not 5"),
     ({"signature": "ll|model:m@000000000000|bos:au"}, "is not a whole ll signature (cut short or edited?)"),
     ({"signature": "pll|model:m@000000000000|rescorer:0.1.0"}, "is not a whole ll signature"),
-], ids=["nan-weight", "inf-weight", "dev-list", "dev-text", "dev-value", "search-number", "signature-cut",
+], ids=["nan-weight", "inf-weight", "dev-list", "dev-text", "dev-value", "search-number", "base-name-number",
+        "signature-cut",
         "signature-of-another-kind"])
 def test_a_tuned_file_of_the_wrong_types_or_with_non_finite_weights_is_one_line(change, says, tmp_path):
     path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": "m"}, **change)
@@ -115,6 +117,34 @@ def test_nested_yaml_aliases_are_refused_before_they_expand(tmp_path):
     assert path.stat().st_size < 2000  # ~10^9 nodes once expanded
     with pytest.raises(ConfigError, match=r"aliases \(\*a\) are not allowed"):
         Tuned.load(path)
+
+
+@pytest.mark.parametrize("twice, line", [("columns", 4), ("weight", 4)])
+def test_a_key_given_twice_is_refused_naming_the_file_line_and_key(twice, line, tmp_path):
+    path = tmp_path / "tuned.yaml"
+    body = {"columns": "base: {name: score}\ncolumns: {ll: {weight: 1}}\nmetric: {name: wer}\ncolumns: {}\n",
+            "weight": "base: {name: score}\nmetric: {name: wer}\ncolumns: {ll: {weight: 1,\n weight: 2}}\n"}[twice]
+    path.write_text(body + "scorers: {}\n")
+    with pytest.raises(ConfigError) as caught:
+        Tuned.load(path)
+    assert str(caught.value) == f"{path}:{line}: key {twice!r} is given twice (each key is given once)"
+
+
+def test_a_symlink_loop_as_the_tuned_file_or_among_moved_models_is_named_as_a_loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(rescorer.RescorerError) as caught:
+        Tuned.load(tmp_path / "a")
+    assert str(caught.value) == f"{tmp_path / 'a'}: symbolic link loop"
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "m").symlink_to(models / "m")
+    path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": str(tmp_path / "gone" / "m")})
+    for given in (models, tmp_path / "a"):
+        with pytest.raises(rescorer.RescorerError) as caught:
+            Tuned.load(path).located(path, given)
+        looped = models / "m" if given == models else given
+        assert str(caught.value) == f"{looped}: symbolic link loop"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "directory", "huge"])

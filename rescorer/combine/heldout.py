@@ -1,7 +1,6 @@
 """Does a tuning rule generalise? Split the dev set into random halves, tune on one, measure on the other."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -13,8 +12,7 @@ from .rules import Search, search_weights
 
 def subset(features: Features, stats: NBestStats, rows: np.ndarray) -> tuple[Features, NBestStats]:
     """The utterances ``rows`` of a scored set."""
-    return (replace(features, values=features.values[rows], valid=features.valid[rows],
-                    hyps_per_utterance=features.hyps_per_utterance[rows]),
+    return (features.rows(rows),
             NBestStats(stats.metric, stats.stats[rows], stats.lengths[rows]))
 
 

@@ -80,12 +80,14 @@ class Column:
 
 @dataclass
 class Features:
-    """Penalised column values ``values[u, n, k]`` (k = 0 is the base column, weight 1) and the valid-hypothesis mask."""
+    """Penalised column values ``values[u, n, k]`` (k = 0 is the base column, weight 1), the valid-hypothesis mask
+    and, where known, the list they come from (which errors name an utterance by)."""
 
     names: list[str]
     values: np.ndarray
     valid: np.ndarray
     hyps_per_utterance: np.ndarray = field(repr=False)
+    nbest: NBest | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, nbest: NBest, base: Column, tuned: Sequence[Column],
@@ -99,8 +101,10 @@ class Features:
         words = _words(nbest) if needs_words(columns) else None
         lengths = [np.asarray(given, dtype=float) if (given := (token_counts or {}).get(c.name)) is not None
                    else words for c in columns]
-        return cls.gathered(columns, counts, [_flat(nbest, c.name, words, flat_columns or {}) for c in columns],
-                            lengths)
+        gathered = cls.gathered(columns, counts, [_flat(nbest, c.name, words, flat_columns or {}) for c in columns],
+                                lengths)
+        gathered.nbest = nbest
+        return gathered
 
     @classmethod
     def gathered(cls, columns: Sequence[Column], counts: np.ndarray, flat: Sequence[np.ndarray],
@@ -113,6 +117,19 @@ class Features:
         for k, column in enumerate(columns):
             values[..., k][valid] = column.penalise(flat[k], lengths[k])
         return cls([c.name for c in columns], values, valid, counts)
+
+    def utterance(self, u: int) -> str:
+        """Where utterance ``u`` is: its file and line, else its list and id (its index where no list is known)."""
+        if self.nbest is None:
+            return f"utterance {u + 1}"
+        utt = self.nbest.utterances[u]
+        where = utt.origin or self.nbest.source
+        return f"{where}: utterance {utt.id!r}" if where else f"utterance {utt.id!r}"
+
+    def rows(self, rows: np.ndarray) -> "Features":
+        """The utterances ``rows`` only."""
+        nbest = self.nbest and self.nbest.with_utterances([self.nbest.utterances[r] for r in rows])
+        return Features(self.names, self.values[rows], self.valid[rows], self.hyps_per_utterance[rows], nbest)
 
 
 def needs_words(columns: Sequence[Column]) -> bool:
@@ -195,8 +212,9 @@ def _refuse_positive_infinity(features: Features, full: np.ndarray, out: np.ndar
     weights = full[tuple(row)]
     with np.errstate(over="ignore", invalid="ignore"):
         k = int(np.nanargmax(np.abs(weights * features.values[u, n])))  # the largest term (0 · inf is no term)
-    raise ConfigError(f"the total of hypothesis {n + 1} of utterance {u + 1} is +inf: column {features.names[k]!r} "
-                      f"is {features.values[u, n, k]:g} under weight {weights[k]:g}, too large to combine; rescale it")
+    raise ConfigError(f"{features.utterance(u)}: the total of hypothesis {n + 1} is +inf: column "
+                      f"{features.names[k]!r} is {features.values[u, n, k]:g} under weight {weights[k]:g}, too large "
+                      "to combine; rescale it")
 
 
 def best_ranks(features: Features, weights: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError, check_known
 from ..options import TEXT, Option, checked
 from ..scorers import KINDS, load_adapter
+from ..scorers.loading import DEVICE_NAMES, DEVICES, DTYPES
 from .bound import BoundScorer
 from .cores import engine_threads
 from .runner import Engine
@@ -51,7 +52,8 @@ class EngineSettings:
 
 ENGINE_KEYS = frozenset(f.name for f in fields(EngineSettings))
 SCORER = {"kind": TEXT, "model": Option("path", null=True)}
-ENGINE_OPTIONS = {"budget": Option("integer", low=1, high=1 << 24, null=True),
+ENGINE_OPTIONS = {"device": Option("text", pattern=DEVICES, example=DEVICE_NAMES),
+                  "dtype": Option("text", choices=DTYPES), "budget": Option("integer", low=1, high=1 << 24, null=True),
                   "threads": Option("integer", low=1, high=4096, null=True),
                   "compile": Option("flag"), "progress": Option("flag", null=True), "store": Option("path", null=True),
                   "scale": Option("mapping", null=True)}

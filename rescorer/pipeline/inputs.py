@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ConfigError, NBestFormatError
-from ..files import special_kind
+from ..files import NAME_LENGTH as FILE_NAME_LENGTH, special_kind
 from ..io import detect_format
 from ..io.common import present
 from ..io.sets import SET_NAME
@@ -20,9 +20,7 @@ KEY = "task.inputs"
 LIST = "@"  # @paths.txt: a file listing the shards, one path a line
 COMMENT = "#"  # a list file's line starting with it is skipped
 SEPARATOR = "-"  # joins the trailing parts of a path into an output name: split1/nbest.jsonl -> split1-nbest.jsonl
-# the longest output name: done/NAME.json and its staging name (.NAME.json.PID@HOST.RANDOM.tmp) fit in a file name's
-# 255 bytes with a host name of up to 47 characters
-NAME_LENGTH = 180
+NAME_LENGTH = FILE_NAME_LENGTH - len(".json")  # the longest output name: done/NAME.json is written too
 TAKES = "an N-best file, a directory, a glob or @LIST"
 INPUTS = Option("paths", example=TAKES)
 
@@ -56,6 +54,14 @@ def named_paths(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list
     (a glob names only its matches): what an out_dir must stay apart from, or the next run would read it as a shard."""
     return [Path(value[len(LIST):] if value.startswith(LIST) else value) for value in given(inputs)
             if value.strip(LIST) and not glob.has_magic(value)]
+
+
+def folders_read(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """The directories among ``inputs`` whose entries are read as shards: whatever lands in one is read by the next
+    run, so no run may write there."""
+    given = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    return [Path(text) for text in map(os.fspath, given)
+            if text and not text.startswith(LIST) and not glob.has_magic(text) and expanded(text) != [Path(text)]]
 
 
 def expanded(text: str) -> list[Path]:

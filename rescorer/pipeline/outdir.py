@@ -70,7 +70,7 @@ def kind_held(path: Path) -> Kind | None:
 def open_out_dir(out_dir: str | Path, reads: Iterable[str | Path | None], kind: Kind = RUN,
                  job: Mapping[str, Any] | None = None) -> OutDir:
     """``out_dir`` checked before a run of ``kind`` starts — not a file; apart from every path in ``reads`` (lists,
-    references, a tuned rescorer, models, the score store: it is, holds or lies inside none); new, empty or an
+    references, a tuned rescorer, models, the score store, a folder of shards: it is, holds or lies inside none); new, empty or an
     earlier output of ``kind``; writable — and opened: a :class:`Job` for a sharded apply (``job``: its record,
     ``{"job": KEY, …}``; another job's ``out_dir`` is refused), else an :class:`OutDir`."""
     path = Path(out_dir)

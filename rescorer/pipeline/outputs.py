@@ -3,6 +3,7 @@ all into a staging directory that replaces ``out_dir`` only when the whole run s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError, NBestFormatError
-from ..files import atomic_dir, atomic_file, copy_file
+from ..files import NAME_LENGTH, atomic_dir, atomic_file, copy_file
 from ..io import CANONICAL, REGISTRY, block_writer, write_nbest
 from ..io.formats import facts
 from ..io.common import id_lines, text_lines
@@ -43,9 +44,13 @@ def checked_out_dir(out_dir: str | Path | OutDir | None, sets: Mapping[str, NBes
 
 def check_output_names(names: Iterable[str]) -> None:
     """Before any work: refuse sets whose outputs (``NAME/`` and ``NAME.jsonl``) would land on each other's or on
-    the run's own files (``report.json``, ``tuned.yaml``, ``weights_*.png``, …)."""
+    the run's own files (``report.json``, ``tuned.yaml``, ``weights_*.png``, …), or be too long a file name."""
     taken: dict[str, str] = {name: "the run itself" for name in RUN_FILES}
+    longest = NAME_LENGTH - len(".jsonl")
     for name in names:
+        if len(name) > longest:
+            raise ConfigError(f"set name {name[:40]!r}… is {len(name)} characters, too long for the file names of "
+                              f"its outputs in out_dir (at most {longest}): shorten the set name")
         for written in (name, f"{name}.jsonl"):
             owner = taken.get(written) or ("the run's weight plots" if written.startswith("weights_")
                                            and written.endswith(".png") else None)
@@ -82,7 +87,10 @@ class RunDir:
 @contextlib.contextmanager
 def run_dir(out: OutDir) -> Iterator[RunDir]:
     """Stage a run's outputs; they replace the checked ``out_dir`` together when the block succeeds, else vanish, so
-    a reused ``out_dir`` never mixes runs. Errors name where the outputs would have been."""
+    a reused ``out_dir`` never mixes runs — or when standard output was closed by its reader once they were all
+    written (``report.json`` is written last, before the table is shown): the error goes on, for the command line to
+    end quietly. Errors name where the outputs would have been."""
+    closed = None
     try:
         with atomic_dir(out.path) as work:
             staged = RunDir(work, out.path)
@@ -90,9 +98,20 @@ def run_dir(out: OutDir) -> Iterator[RunDir]:
                 yield staged
             except NBestFormatError as err:
                 raise staged.restated(err) from None
+            except BrokenPipeError as err:
+                if not (work / MARK).is_file():
+                    raise
+                closed = err
+    except BrokenPipeError:
+        raise
     except OSError as err:
+        if err.errno == errno.ENAMETOOLONG:
+            name = Path(err.filename or "").name
+            raise ConfigError(f"out_dir={out.path}: cannot write {name[:60]}…: the file name is too long "
+                              "(shorten the set name or the input's file name)") from None
         raise ConfigError(f"out_dir={out.path}: cannot write there ({err.strerror or err})") from None
-
+    if closed is not None:
+        raise closed
 
 
 def native_path(out: RunDir, name: str, like: NBest) -> Path:

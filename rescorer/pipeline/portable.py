@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Mapping, Union
 
 from ..errors import ConfigError
+from ..io.common import present
 from ..shipped import SHIPPED, shipped_model, shipped_name
 
 SHIPPED_PREFIX = "shipped:"
@@ -44,9 +45,9 @@ def located_model(model: str, column: str, source: Path | None, models: Models) 
     relative = model.startswith(("./", "../"))
     path = (source.parent / model) if relative and source is not None else Path(model).expanduser()
     moved = moved_model(path.name, column, models)  # where the user says it is now comes first
-    if moved is not None and Path(moved).exists():
+    if moved is not None and present(moved):
         return moved
-    if path.exists() or not (relative or path.is_absolute()):
+    if present(path) or not (relative or path.is_absolute()):
         return str(path) if relative else model  # here, or a hub name
     raise ConfigError(f"{source or 'tuned'}: scorer {column}'s model {model} is not on this machine: point at it "
                       f"with task.models=DIR (a directory holding {path.name}) or task.models={{{column}: PATH}} "
@@ -61,7 +62,7 @@ def check_moved(models: Models, scorers: Mapping[str, Mapping]) -> None:
     if not isinstance(models, Mapping):
         path = Path(models).expanduser()
         if not path.is_dir():
-            raise ConfigError(f"models={models}: {'not a directory' if path.exists() else 'no such directory'} "
+            raise ConfigError(f"models={models}: {'not a directory' if present(path) else 'no such directory'} "
                               "(models is a directory holding moved models, or {column or model name: PATH})")
         return
     names = {column: Path(str((entry.get("spec") or {}).get("model") or "")).name for column, entry in scorers.items()}
@@ -70,7 +71,7 @@ def check_moved(models: Models, scorers: Mapping[str, Mapping]) -> None:
             known = sorted({*names, *filter(None, names.values())})
             raise ConfigError(f"models.{key}: the tuned file has no scorer column or model of that name (it has "
                               f"{', '.join(known) or 'none'})")
-        if not Path(str(path)).expanduser().exists():
+        if not present(Path(str(path)).expanduser()):
             raise ConfigError(f"models.{key}={path}: no such file or directory")
 
 
@@ -82,4 +83,4 @@ def moved_model(name: str, column: str, models: Models) -> str | None:
         found = models.get(column, models.get(name))
         return None if found is None else str(Path(str(found)).expanduser())
     candidate = Path(models).expanduser() / name
-    return str(candidate) if candidate.exists() else None
+    return str(candidate) if present(candidate) else None

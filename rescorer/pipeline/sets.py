@@ -32,6 +32,13 @@ def metric_of(name: str, formats: Iterable[str], options: Mapping[str, Any]) -> 
     return make_metric(name, **defaults, **options)
 
 
+def one_of_the_sets(tune_on: str, names: list[str]) -> str:
+    """``tune_on`` if it names one of the sets ``names``, else an error naming them."""
+    if tune_on not in names:
+        raise ConfigError(f"task.tune_on={tune_on!r} is not one of the sets (choose from {', '.join(names)})")
+    return tune_on
+
+
 def tuning_set(labelled: list[str], tune_on: str | None, names: list[str] | None = None) -> str:
     """``tune_on``, else the first set with references whose name starts with ``dev``, else the first with
     references (``labelled``: the sets that have them, of all ``names``)."""
@@ -43,8 +50,7 @@ def tuning_set(labelled: list[str], tune_on: str | None, names: list[str] | None
             raise ConfigError(f"no set has references to tune on ({', '.join(names)}): give one set refs=, or apply "
                               "weights tuned earlier with task=apply task.tuned=PATH")
         return next((n for n in labelled if n.startswith("dev")), labelled[0])
-    if tune_on not in names:
-        raise ConfigError(f"task.tune_on={tune_on!r} is not one of the sets ({', '.join(names)})")
+    one_of_the_sets(tune_on, names)
     if tune_on not in labelled:
         raise ConfigError(f"task.tune_on={tune_on!r} has no references to tune on (sets with references: "
                           f"{', '.join(labelled) or 'none'})")

@@ -8,7 +8,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import msgspec
 
@@ -110,18 +110,20 @@ def finish(job: Job, name: str, content: str, result: ShardResult) -> None:
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                  out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
-                 source: str | None = None, every: int = 1, top: int | None = None) -> Report:
+                 source: str | None = None, every: int = 1, top: int | None = None,
+                 folders: Sequence[Path] = ()) -> Report:
     """Re-rank every shard (an input's path and its output's name, from
     :func:`rescorer.pipeline.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
     of the same job from inputs of the same content are kept as they are; of each, every ``every``-th utterance, each
-    cut to its best ``top``. The report (``report.json``, ``.md``, ``.html``) has a row per shard.
+    cut to its best ``top``; ``folders``: the directories the shards were listed from (out_dir may not lie in one).
+    The report (``report.json``, ``.md``, ``.html``) has a row per shard.
 
     Each input is read once more, to digest its content before it is kept or re-ranked (about 2 ms a MB: some 5% of
     an apply on the lists' own columns, which re-ranks 25-38 MB/s, and nothing beside an LM's scoring); a resumed
     job reads every finished input once to check it."""
     paths = list(shards)
-    job = open_out_dir(out_dir, [*paths, source, *(s.store_path for s in scorers.values())], SHARDED,
+    job = open_out_dir(out_dir, [*folders, *paths, source, *(s.store_path for s in scorers.values())], SHARDED,
                        {"job": job_key(tuned, {"every": every, "top": top}), "weights": dict(tuned.weights)})
     assert isinstance(job, Job)
     metric = tuned.make_metric()

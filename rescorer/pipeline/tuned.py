@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
@@ -111,7 +112,7 @@ class Tuned:
             scorers = {str(name): scorer_entry(entry, str(name)) for name, entry in doc["scorers"].items()}
             metric = dict(doc["metric"])
             make_metric(**metric)  # refuse an unknown metric or option now
-            return cls(Column.of(str(base.pop("name", "score")), base), tuple(columns), weights, metric, scorers,
+            return cls(Column.of(Option("text").check("base.name", base.pop("name", "score")), base), tuple(columns), weights, metric, scorers,
                        str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
                        str(doc.get("rescorer", "")), dev, lists)
         except (ConfigError, TypeError) as err:
@@ -188,24 +189,30 @@ def changed_fields(before: str, after: str) -> str:
 
 def read_yaml(path: Path) -> Any:
     """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, without aliases (a few lines of
-    nested aliases can expand to billions of nodes)."""
-    from ..io.common import read_text
+    nested aliases can expand to billions of nodes) or a key given twice in one mapping (which would take the last)."""
+    from ..io.common import input_status, read_text
 
-    if not path.exists():
+    if input_status(path) is None:
         raise ConfigError(f"task.tuned={path}: no such file (a tuning run writes tuned.yaml in its out_dir)")
     if path.is_file() and path.stat().st_size > MAX_BYTES:
         raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a tuned.yaml "
                           f"(at most {MAX_BYTES:,})")
     try:
-        return yaml.load(read_text(path), Loader=NoAliasLoader)  # noqa: S506 — a SafeLoader without aliases
+        return yaml.load(read_text(path), Loader=StrictLoader)  # noqa: S506 — a SafeLoader without aliases
     except NBestFormatError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({err.problem})") from None
+    except DuplicateKey as err:
+        raise ConfigError(f"{path}:{err.problem_mark.line + 1}: {err.problem}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({' '.join(str(err).split())[:200]})") from None
 
 
-class NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``)."""
+class DuplicateKey(yaml.constructor.ConstructorError):
+    """A mapping that names one key twice."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``) and a key given twice in one mapping."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -213,6 +220,18 @@ class NoAliasLoader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
                                               event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # the safe loader refuses it itself
+            if key in seen:
+                raise DuplicateKey(None, None, f"key {key!r} is given twice (each key is given once)",
+                                   key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def scorer_entry(entry: Any, name: str) -> dict[str, Any]:

@@ -21,18 +21,18 @@ Column = Union[str, Tuple[str, str]]  # a report key path (``baseline.wer``), or
 
 def write_report(out_dir: str | Path, report: Mapping[str, Any], columns: Sequence[Column], title: str,
                  key: str = "sets", notes: Sequence[str] = (), shown: int | None = None) -> Path:
-    """Write ``report.json`` and ``report.md`` under ``out_dir``, print the table (a row per entry of
+    """Write ``report.md`` and then ``report.json`` under ``out_dir``, print the table (a row per entry of
     ``report[key]``: sets, methods, …; on the terminal the first ``shown`` rows, if given, and how many more
     report.md has) and the ``notes`` lines after it, return the JSON path."""
     out = Path(out_dir)
     rows = table_rows(report, [c if isinstance(c, str) else c[0] for c in columns], key)
     headers = [c if isinstance(c, str) else c[1] for c in columns]
-    write_text(out / "report.json", report_json(report))
     body = markdown(report, headers, rows, title, key.removesuffix("s"))
     if notes:
         head, _, rest = body.partition("\n\n")
         body = head + "\n\n" + fenced(list(notes)) + "\n\n" + rest
     write_text(out / "report.md", body)
+    write_text(out / "report.json", report_json(report))  # last: a staged run holding it is finished
     more = len(rows) - shown if shown is not None and len(rows) > shown else 0
     printed = rows[: len(rows) - more] + ([[f"… {more:,} more in report.md", *[""] * len(headers)]] if more else [])
     print_table(printed, headers, title, report.get("signature", ""), key.removesuffix("s"))

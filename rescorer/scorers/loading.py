@@ -12,6 +12,9 @@ from ..errors import ConfigError, ScorerError
 
 _FINGERPRINTED = ("*.safetensors", "*.bin", "*.gguf", "*.pt", "*.json", "*.model", "*.txt")
 HUB_PROBE_SECONDS = 2.0  # how long to wait for the hub before calling it out of reach
+DEVICES = r"auto|cpu|mps|cuda(:\d+)?"  # where a model may run (``engine.device``), as a pattern
+DEVICE_NAMES = "auto, cpu, mps, cuda or cuda:N"
+DTYPES = ("auto", "fp32", "float32", "bf16", "bfloat16", "fp16", "float16")  # ``engine.dtype``
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -22,7 +25,7 @@ def resolve_device(device: str = "auto") -> str:
     try:
         torch.device(device)
     except (RuntimeError, TypeError):
-        raise ScorerError(f"unknown device {device!r} (choose auto, cpu, cuda or cuda:N)") from None
+        raise ScorerError(f"unknown device {device!r} (choose {DEVICE_NAMES})") from None
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ScorerError(f"device={device!r} but CUDA is not available")
     return device
@@ -39,7 +42,7 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     names = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
              "fp16": torch.float16, "float16": torch.float16}
     if dtype not in names:
-        raise ScorerError(f"unknown dtype {dtype!r} (choose auto, fp32, bf16 or fp16)")
+        raise ScorerError(f"unknown dtype {dtype!r} (choose {', '.join(DTYPES)})")
     return names[dtype]
 
 

@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 from ..context import OPTIONS as CONTEXT_OPTIONS
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
-from ..options import RUN, Option, RunOptions, checked
+from ..metrics import METRICS
+from ..options import MAPPING, RUN, Option, RunOptions
 from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
@@ -20,9 +21,13 @@ from ..shipped import package_dir, shipped_model
 if TYPE_CHECKING:
     from ..pipeline.outputs import OutDir
 
-# Task keys that mean the same in every task that has them (besides the run options): rescoring's columns.
-TASK = {"columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
-        "tune_on": Option("text", null=True)}
+# Config keys that mean the same in every task whose config has them; a task module adds its own keys as
+# ``OPTIONS``. Each is checked before the task runs, read by it or not, so that a malformed value is refused rather
+# than ignored (the readers check what depends on other values).
+OPTIONS = {"task.columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
+           "task.tune_on": Option("text", null=True),
+           "data.metric": MAPPING, "data.metric.name": Option("text", choices=("auto", *METRICS))}
+ABSENT = object()
 
 
 def register_resolvers() -> None:
@@ -117,11 +122,21 @@ def run_task(cfg: DictConfig) -> Any:
         raise ConfigError(f"task.name={name!r} does not match the task config ({target}): choose the task with "
                           f"task={name}, not task.name")
     check_keys(cfg, "task", name)
-    checked("task.", plain(cfg.task), TASK)
-    RunOptions.of(plain(cfg.task), "task.")
     module, _, function = target.rpartition(".")
+    task = importlib.import_module(module)
+    check_options(cfg, {**OPTIONS, **getattr(task, "OPTIONS", {})})
+    RunOptions.of(plain(cfg.task), "task.")
     with task_threads(EngineSettings.of(plain(cfg.get("engine"))).threads):  # every task, training included
-        return getattr(importlib.import_module(module), function)(cfg)
+        return getattr(task, function)(cfg)
+
+
+def check_options(cfg: DictConfig, options: Mapping[str, Option]) -> None:
+    """Every key of ``options`` (dotted: ``task.base.name``) the config has, checked by its option, in order (a
+    mapping before the keys inside it)."""
+    for key, option in options.items():
+        value = OmegaConf.select(cfg, key, default=ABSENT)
+        if value is not ABSENT:
+            option.check(key, plain(value))
 
 
 def run_options(cfg: DictConfig) -> RunOptions:
@@ -159,6 +174,17 @@ def out_dir_of(cfg: DictConfig, sets: Mapping[str, Any]) -> "OutDir | None":
     from ..pipeline.outputs import checked_out_dir
 
     return checked_out_dir(cfg.out_dir, sets, {}, [(plain(cfg.get("engine")) or {}).get("store")])
+
+
+def data_given(cfg: DictConfig) -> bool:
+    """Whether ``data`` was given (``data=…``, ``data.sets…``, an experiment's): it is not the default data group of
+    ``conf/config.yaml`` as its file has it."""
+    defaults = OmegaConf.load(CONF / "config.yaml").get("defaults") or []
+    name = next((entry["data"] for entry in defaults if isinstance(entry, Mapping) and "data" in entry), None)
+    if name is None or cfg.get("data") is None:
+        return cfg.get("data") is not None
+    default = OmegaConf.to_container(OmegaConf.load(CONF / "data" / f"{name}.yaml"), resolve=False)
+    return OmegaConf.to_container(cfg.data, resolve=False) != default
 
 
 def data_of(cfg: DictConfig) -> Any:

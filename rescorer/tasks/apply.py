@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..io import REGISTRY
+from ..io.sets import SUBSET
+from ..options import FLAG, Option
 from ..pipeline.api import apply
-from . import data_of, plain, run_options
+from ..pipeline.inputs import INPUTS
+from . import data_given, data_of, plain, run_options
+
+OPTIONS = {"task.tuned": Option("path", null=True), "task.accept_changed_models": FLAG,
+           "task.inputs": Option("paths", null=True, example=INPUTS.example),
+           "task.fmt": Option("text", choices=("auto", *REGISTRY)), "task.chunk": Option("integer", low=1),
+           "task.every": SUBSET["every"], "task.top": SUBSET["top"]}
 
 
 def run(cfg: Any) -> dict[str, Any]:
@@ -17,6 +26,9 @@ def run(cfg: Any) -> dict[str, Any]:
     if inputs is None:
         corpus = data_of(cfg)
         sets, data = dict(corpus.sets), corpus.name
+    elif data_given(cfg):
+        raise ConfigError("task.inputs and data (data=… or data.sets…) were both given: an apply reads one or the "
+                          "other, so give task.inputs=… (shards streamed to out_dir) or data.sets (lists read whole)")
     else:  # the report is named after the inputs, not after a data group they do not come from
         sets, data = None, ", ".join(map(str, inputs)) if isinstance(inputs, list) else str(inputs)
     return apply(sets, task["tuned"], out_dir=cfg.out_dir, engine=plain(cfg.engine),
