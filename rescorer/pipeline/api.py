@@ -16,7 +16,7 @@ from .outputs import OutDir, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
-from .inputs import folders_read, named_inputs
+from .inputs import named_inputs, named_paths
 from .shards import apply_shards
 from .stream import CHUNK
 from .tuned import Tuned
@@ -236,5 +236,5 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     ordered = {c: loaded[c] for c in tuned.scorers}
     if shards is not None:
         return Rescored(apply_shards(shards, tuned, ordered, out_dir=out_dir, fmt=fmt, chunk=chunk, data=data,
-                                     source=source, folders=folders_read(inputs), **subset), {}, tuned)
+                                     source=source, folders=named_paths(inputs), **subset), {}, tuned)
     return apply_tuned(named, tuned, ordered, run=run, data=data, out_dir=out_dir, source=source)

@@ -56,14 +56,6 @@ def named_paths(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list
             if value.strip(LIST) and not glob.has_magic(value)]
 
 
-def folders_read(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """The directories among ``inputs`` whose entries are read as shards: whatever lands in one is read by the next
-    run, so no run may write there."""
-    given = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    return [Path(text) for text in map(os.fspath, given)
-            if text and not text.startswith(LIST) and not glob.has_magic(text) and expanded(text) != [Path(text)]]
-
-
 def expanded(text: str) -> list[Path]:
     """The shards one value of ``task.inputs`` names: ``@LIST`` the paths its file lists (:func:`listed`); a glob
     its matches, in name order; a directory its entries not starting with ``.``, in name order (a decode directory

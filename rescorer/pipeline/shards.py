@@ -116,7 +116,8 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
     :func:`rescorer.pipeline.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
     of the same job from inputs of the same content are kept as they are; of each, every ``every``-th utterance, each
-    cut to its best ``top``; ``folders``: the directories the shards were listed from (out_dir may not lie in one).
+    cut to its best ``top``; ``folders``: the paths the inputs were named by (a directory, a list file: out_dir
+    may not lie in one).
     The report (``report.json``, ``.md``, ``.html``) has a row per shard.
 
     Each input is read once more, to digest its content before it is kept or re-ranked (about 2 ms a MB: some 5% of
