@@ -77,14 +77,14 @@ def test_a_long_run_states_its_size_and_estimate_once_suggests_the_student_and_s
     lines = run("pll", 1.0, 1000)   # 1,000 s in all
     estimates = [line for line in lines if "model rows" in line]
     assert estimates == ["scoring 900 texts with pll (100 already in the store): 10,000 model rows, "
-                         "about 16 min 40 s in all; for a faster run try scorer=[student] (the one-pass student)"]
-    assert lines[-1] == "pll: 800 texts scored in 16 min 40 s, 0.8 texts/s (10,000 rows)"
+                         "about 16:40 in all; for a faster run try scorer=[student] (the one-pass student)"]
+    assert lines[-1] == "pll: 800 texts scored in 16:40, 0.8 texts/s (10,000 rows)"
 
 
 def test_off_a_terminal_a_plain_line_comes_every_ten_seconds():
     lines = [line for line in run("ll", 1.0, 100) if "elapsed" in line]
     assert len(lines) == 10
-    assert lines[0] == "ll: 100/1,000 rows (10%), 10 s elapsed, about 1 min 30 s left"
+    assert lines[0] == "ll: 100/1,000 rows (10%), 00:10 elapsed, about 01:30 left"
 
 
 def test_short_runs_and_the_student_say_less_and_progress_false_says_nothing():
@@ -97,8 +97,8 @@ def test_short_runs_and_the_student_say_less_and_progress_false_says_nothing():
 def test_a_named_column_is_shown_by_its_name_and_a_student_column_gets_no_hint():
     lines = run("ll", 1.0, 1000, label="ll_ctx")
     assert lines[0].startswith("scoring 900 texts with ll_ctx (100 already in the store)")
-    assert lines[1].startswith("ll_ctx: 100/10,000 rows (1%), 10 s elapsed")
-    assert lines[-1].startswith("ll_ctx: 800 texts scored in 16 min 40 s")
+    assert lines[1].startswith("ll_ctx: 100/10,000 rows (1%), 00:10 elapsed")
+    assert lines[-1].startswith("ll_ctx: 800 texts scored in 16:40")
     assert not any("try scorer" in line for line in run("student", 1.0, 1000, label="fast"))
 
 
@@ -127,18 +127,19 @@ def test_a_loop_off_a_terminal_tells_its_estimate_at_its_first_step():
         meter = Meter("train", 100, 100, "step", stream=io.StringIO(), clock=clock)
         clock.now += 2.0
         meter.update(1, 1)
-    assert lines == ["train: 1/100 steps (1%), 2 s elapsed, about 3 min 18 s left"]
+    assert lines == ["train: 1/100 steps (1%), 00:02 elapsed, about 03:18 left"]
 
 
-def test_duration_reads_as_a_person_would_say_it():
-    assert [duration(s) for s in (0, 45, 200, 3600, 7500)] == ["0 s", "45 s", "3 min 20 s", "1 h 00 min", "2 h 05 min"]
+def test_a_time_in_a_line_reads_as_the_bar_writes_it():
+    assert [duration(s) for s in (0, 45, 200, 3600, 7500)] == ["00:00", "00:45", "03:20", "1:00:00", "2:05:00"]
 
 
 def seconds_of(text: str) -> float:
-    """The seconds a :func:`duration` string says (``1 min 05 s``, ``2 h 05 min``, ``45 s``)."""
-    units = {"h": 3600, "min": 60, "s": 1}
-    parts = text.split()
-    return float(sum(int(n) * units[u] for n, u in zip(parts[::2], parts[1::2])))
+    """The seconds a :func:`duration` string says (``00:45``, ``03:20``, ``2:05:00``), counted by hand."""
+    total = 0
+    for part in text.split(":"):
+        total = 60 * total + int(part)
+    return float(total)
 
 
 def test_the_estimate_follows_the_recent_rate_within_a_fifth_once_a_tenth_is_done():
@@ -185,7 +186,7 @@ def test_a_line_logged_while_the_bar_is_drawn_clears_it_and_starts_a_line_of_its
           clock, 1.0, 1000)
     drawn = screen.getvalue()
     assert "row/s]" in drawn  # the bar, with its rate
-    for line in ("scoring 900 texts with pll", "pll: 800 texts scored in 16 min 40 s"):
+    for line in ("scoring 900 texts with pll", "pll: 800 texts scored in 16:40"):
         at = drawn.index(line)
         assert drawn[at - 1] in "\r\n", repr(drawn[at - 80 : at + len(line)])
 
@@ -247,6 +248,6 @@ def test_a_resumed_loop_counts_the_steps_done_before_and_its_estimate_covers_onl
             clock.now += 1.0
             meter.update(1, 1)
         meter.close()
-    assert lines == ["train: 41/100 steps (41%), 1 s elapsed, about 59 s left, dev_loss 2.5",
-                     "train: 50/100 steps (50%), 10 s elapsed, about 50 s left, dev_loss 2.5",
-                     "train: 60/100 steps (60%), 20 s elapsed, about 40 s left, dev_loss 2.5"]
+    assert lines == ["train: 41/100 steps (41%), 00:01 elapsed, about 00:59 left, dev_loss 2.5",
+                     "train: 50/100 steps (50%), 00:10 elapsed, about 00:50 left, dev_loss 2.5",
+                     "train: 60/100 steps (60%), 00:20 elapsed, about 00:40 left, dev_loss 2.5"]

@@ -29,13 +29,8 @@ CLOCK: Callable[[], float] = time.perf_counter  # what a meter reads the time fr
 
 
 def duration(seconds: float) -> str:
-    """``45 s``, ``3 min 20 s``, ``2 h 05 min``."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    """``00:45``, ``03:20``, ``2:05:00``: the bar's own way of writing a time, to the nearest second."""
+    return tqdm.format_interval(round(max(seconds, 0)))
 
 
 class Meter:
