@@ -528,3 +528,17 @@ def test_a_closed_standard_output_ends_the_apply_quietly_and_the_rerun_completes
     assert lines[0].endswith("(finished before)") and "finished before" not in lines[1]
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["data"] == str(demo_shards / "shards")  # named after the inputs, not a data group
+
+
+def test_a_rerun_on_fewer_inputs_reports_only_its_own_and_names_the_outputs_it_did_not_make(demo_shards, tuned,
+                                                                                             tmp_path):
+    split0, split1 = demo_shards / "shards" / "split0", demo_shards / "shards" / "split1"
+    rescorer.apply(None, tuned, inputs=[split0, split1], out_dir=tmp_path / "out", engine={"progress": False})
+    before = digests(tmp_path / "out")["split1"]
+    report = rescorer.apply(None, tuned, inputs=[split0], out_dir=tmp_path / "out", engine={"progress": False}).report
+    assert list(report.sets) == ["split0"]
+    assert [n for n in report.notes if "split1" in n] == [
+        "1 output(s) in shards/ (split1) come from an earlier run of this job on other inputs and are not in this "
+        "report: remove them, or use a new out_dir"]
+    assert digests(tmp_path / "out")["split1"] == before  # kept: a rerun of a part loses nothing
+    assert "split1" in (tmp_path / "out" / "report.md").read_text()

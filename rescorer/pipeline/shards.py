@@ -171,6 +171,11 @@ def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned,
     shown = sum(len(r.changes) for r in results.values())
     if shown < total:
         notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
+    others = sorted(p.name for p in (job.path / SHARDS).iterdir() if p.name not in results and p.name[0] != ".")
+    if others:
+        notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}{', …' if len(others) > 3 else ''}"
+                     ") come from an earlier run of this job on other inputs and are not in this report: remove "
+                     "them, or use a new out_dir")
     depths: dict[int, list[str]] = {}
     for name, result in results.items():
         depths.setdefault(result.depth, []).append(name)
