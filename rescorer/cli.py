@@ -186,10 +186,10 @@ def refuse_aliases(path: Path) -> None:
     import yaml
 
     from .errors import ConfigError
-    from .pipeline.tuned import NoAliasLoader
+    from .pipeline.tuned import StrictLoader
 
     try:
-        yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=NoAliasLoader)  # noqa: S506
+        yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=StrictLoader)  # noqa: S506
     except yaml.YAMLError as err:
         if "aliases" in str(err):
             raise ConfigError(f"{path}: YAML aliases (*name) are not allowed in a config") from None

@@ -21,11 +21,15 @@ BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=1
 CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
 
 
+def cli(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
+    """``rescorer ARGUMENTS`` run offline in ``tmp_path``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([*RESCORER, *arguments], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
 def run(tmp_path: Path, *overrides: str, out: str | None = None) -> subprocess.CompletedProcess:
     out = out or str(tmp_path / "out")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*RESCORER, *BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return cli(tmp_path, *BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides)
 
 
 def assert_one_line_exit_2(result: subprocess.CompletedProcess, *expected: str) -> None:
@@ -75,6 +79,47 @@ def test_bad_values_get_one_line_and_exit_2_and_leave_nothing(case, tmp_path):
     overrides, expected = CASES[case]
     result = run(tmp_path, *overrides)
     assert_one_line_exit_2(result, *expected)
+    assert not (tmp_path / "out").exists()
+
+
+# A tuned rescorer of the list's own columns (no model), and the command lines that read an N-best list.
+TUNED = "base: {name: score}\ncolumns: {ctc: {weight: 0.5}}\nmetric: {name: wer}\nscorers: {}\n"
+COMMANDS = {"rescore": ["task=rescore", "data=own", "scorer=[]", "data.sets.dev.nbest={list}"],
+            "apply": ["task=apply", "task.tuned={tuned}", "data=own", "data.sets.test.nbest={list}"],
+            "sharded apply": ["task=apply", "task.tuned={tuned}", "task.inputs={list}"]}
+GOOD_ROW = '{"id": "u1", "ref": "a b", "hyps": [{"text": "a b", "scores": {"score": -1.0, "ctc": -2.0}}]}'
+UNREADABLE_ROWS = {"lone surrogate": (GOOD_ROW.replace('"u1"', '"u\\ud800"'), "lone surrogate escape \\ud800"),
+                   "nested too deep": (GOOD_ROW.replace('"hyps"', '"x": ' + "[" * 100_000 + "]" * 100_000 + ', "hyps"'),
+                                       "nested too deep")}
+
+
+def run_on_list(tmp_path: Path, command: str, rows: list[str], tuned: str = TUNED) -> subprocess.CompletedProcess:
+    """``command`` (of :data:`COMMANDS`) on a JSONL list of ``rows`` with ``tuned`` as its tuned rescorer."""
+    (tmp_path / "list.jsonl").write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    (tmp_path / "tuned.yaml").write_text(tuned, encoding="utf-8")
+    paths = {"list": tmp_path / "list.jsonl", "tuned": tmp_path / "tuned.yaml"}
+    return cli(tmp_path, *(part.format(**paths) for part in COMMANDS[command]), f"out_dir={tmp_path}/out",
+               f"engine.store={tmp_path}/s.sqlite", "engine.progress=false")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("bad", UNREADABLE_ROWS)
+def test_a_json_line_no_decoder_can_hold_is_one_line_naming_its_file_and_line_on_every_command(bad, command,
+                                                                                               tmp_path):
+    row, says = UNREADABLE_ROWS[bad]
+    rows = [GOOD_ROW.replace("u1", "u0"), row]
+    result = run_on_list(tmp_path, command, rows)
+    assert_one_line_exit_2(result, f"{tmp_path / 'list.jsonl'}:2: invalid JSON", says)
+    assert (tmp_path / "list.jsonl").read_text(encoding="utf-8") == "".join(row + "\n" for row in rows)
+    assert not (tmp_path / "out" / "shards").exists() or not any((tmp_path / "out" / "shards").iterdir())
+
+
+@pytest.mark.parametrize("bad, says", [('"\\udc00"', "lone surrogate escape \\udc00 is not valid Unicode"),
+                                       ("[" * 100_000 + "]" * 100_000, "nested too deep")],
+                         ids=["lone surrogate", "nested too deep"])
+def test_a_tuned_file_no_loader_can_hold_is_one_line_naming_it(bad, says, tmp_path):
+    result = run_on_list(tmp_path, "apply", [GOOD_ROW], tuned=TUNED + f"tuned_on: {bad}\n")
+    assert_one_line_exit_2(result, f"{tmp_path / 'tuned.yaml'}: not a readable tuned.yaml", says, "line 5")
     assert not (tmp_path / "out").exists()
 
 

@@ -87,3 +87,11 @@ def test_a_bundle_shows_the_tuned_path_and_out_dir_inert(tmp_path, capsys, termi
     shown = terminal.out + terminal.err
     assert "bundled" in shown and not any(bad in shown for bad in CONTROLS), shown
     assert "\\x1b]0;pwned\\x07run\\x1b[2J" in shown and "bundle\\x1b[31m" in shown  # shown, not applied
+
+
+def test_a_lone_surrogate_is_shown_as_its_escape_so_that_any_terminal_can_print_it():
+    """A text decoded from a ``\\ud800`` escape (a YAML file, a model's config) holds half a UTF-16 pair, which no
+    encoding can write: printing it raised instead of saying the error it is in."""
+    for shown in (visible("model a\ud800b"), for_markdown("a\udc80"), for_html("\ud83d")):
+        shown.encode("utf-8")
+    assert visible("model a\ud800b") == "model a\\ud800b"

@@ -18,6 +18,7 @@ from rescorer.scorers.loading import local_fingerprint
 
 from .conftest import DEMO
 from .test_cli import run_cli
+from .test_hostile_io import one_line
 
 SIGNATURE = "ll|model:{model}@{tag}|bos:auto|eos:True|dtype:float32|case:keep|period:no|rescorer:0.1.0"
 
@@ -157,3 +158,15 @@ def test_no_code_from_a_model_directory_runs_whatever_the_tuned_file_says(tiny_c
     applied = rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 30}, path)  # the code beside it never runs
     assert len(applied.nbests["test"]) == 10
     assert not marker.exists() and digests(model, DEMO / "test_clean") == inputs
+
+
+@pytest.mark.parametrize("value, says", [('"\\udc00"', "a lone surrogate escape \\udc00 is not valid Unicode"),
+                                         ("{a: " * 1000 + "1" + "}" * 1000, "nested too deep (over 100 levels)")],
+                         ids=["lone surrogate", "nested too deep"])
+def test_a_tuned_file_no_loader_can_hold_is_one_error_of_the_api_naming_its_line(value, says, tmp_path):
+    path = tmp_path / "tuned.yaml"
+    path.write_text(f"base: {{name: score}}\ncolumns: {{}}\nmetric: {{name: wer}}\nscorers:\n  ll: {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 50}, path)
+    message = one_line(caught.value)
+    assert message.startswith(f"{path}: not a readable tuned.yaml (") and says in message and "line 5" in message

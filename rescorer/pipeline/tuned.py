@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
@@ -24,6 +25,8 @@ from .portable import Models, check_moved, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
+MAX_NESTING = 100  # levels of a tuned file (it has four)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # What a tuned file never decides: code execution, and where and how the applying run computes.
 ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
@@ -187,8 +190,7 @@ def changed_fields(before: str, after: str) -> str:
 
 
 def read_yaml(path: Path) -> Any:
-    """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, without aliases (a few lines of
-    nested aliases can expand to billions of nodes)."""
+    """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, read by :class:`StrictLoader`."""
     from ..io.common import read_text
 
     if not path.exists():
@@ -197,22 +199,38 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a tuned.yaml "
                           f"(at most {MAX_BYTES:,})")
     try:
-        return yaml.load(read_text(path), Loader=NoAliasLoader)  # noqa: S506 — a SafeLoader without aliases
+        return yaml.load(read_text(path), Loader=StrictLoader)  # noqa: S506 — a SafeLoader, stricter
     except NBestFormatError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({err.problem})") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({' '.join(str(err).split())[:200]})") from None
 
 
-class NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``)."""
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``: a few lines of nested ones expand to billions of nodes),
+    nodes nested deeper than ``MAX_NESTING`` (the composer recurses once a level) and text holding a surrogate
+    (a ``"\\ud800"`` escape: no Unicode text holds one)."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
-                                              event.start_mark)
-        return super().compose_node(parent, index)
+        event = self.peek_event()
+        problem = (f"aliases (*{event.anchor}) are not allowed" if isinstance(event, yaml.AliasEvent) else
+                   f"nested too deep (over {MAX_NESTING} levels)" if self.depth >= MAX_NESTING else
+                   _surrogate(event.value) if isinstance(event, yaml.ScalarEvent) else None)
+        if problem:
+            raise yaml.composer.ComposerError(None, None, problem, event.start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _surrogate(text: str) -> str | None:
+    """What is wrong with a text holding a surrogate; None when it holds none."""
+    found = _SURROGATE.search(text)
+    return found and f"a lone surrogate escape {found[0].encode('unicode_escape').decode()} is not valid Unicode"
 
 
 def scorer_entry(entry: Any, name: str) -> dict[str, Any]:
