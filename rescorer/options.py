@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
-from .errors import ConfigError, short_repr
+from .errors import ConfigError, UnknownNameError, short_repr
 
 KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
          "path": "a path", "paths": "a path or a list of paths", "flag": "true or false"}
@@ -17,8 +17,9 @@ KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", 
 @dataclass(frozen=True)
 class Option:
     """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``paths``: a path or a
-    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), whether null is
-    allowed and an example for errors."""
+    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), the values a text
+    may be (``choices``; none: any), the options of a mapping's own keys (``fields``, checked in turn), whether
+    null is allowed and an example for errors."""
 
     kind: str
     low: float | None = None
@@ -26,13 +27,19 @@ class Option:
     strict: bool = False
     null: bool = False
     example: str = ""  # shown after the kind, e.g. ``{ctc: {range: [0, 1], step: 0.1}}``
+    choices: Collection[str] = field(default=(), hash=False)
+    fields: Mapping[str, "Option"] = field(default_factory=dict, hash=False)
 
     def check(self, key: str, value: Any) -> Any:
-        """``value`` itself; a :class:`ConfigError` naming ``key`` if it is not what this option holds."""
+        """``value`` itself; a :class:`ConfigError` naming ``key`` (``key.field`` for a mapping's field) if it is
+        not what this option holds."""
         if value is None and self.null:
             return value
         if not (self.holds_kind(value) and self.in_range(value)):
             raise ConfigError(f"{key} must be {self.described}, not {short_repr(value)}")
+        if self.choices and value not in self.choices:
+            raise UnknownNameError(key, value, self.choices)
+        checked(f"{key}.", value if self.fields else {}, self.fields)
         return value
 
     def holds_kind(self, value: Any) -> bool:
@@ -67,7 +74,8 @@ class Option:
         else:
             bounds = ""
         example = f" ({self.example})" if self.example else ""
-        return KINDS[self.kind] + bounds + example + (" or null" if self.null else "")
+        kind = f"one of {', '.join(self.choices)}" if self.choices else KINDS[self.kind]
+        return kind + bounds + example + (" or null" if self.null else "")
 
 
 def keywords(function: Any) -> tuple[set[str], bool]:

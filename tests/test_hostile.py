@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
+from .test_cli import run_cli
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
@@ -21,15 +22,9 @@ BASE = ["task=rescore", "data=demo", "scorer=[]", "++data.sets.dev_other.every=1
 CTC = "task.columns={ctc: {range: [0, 1], step: 0.5}}"
 
 
-def cli(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
-    """``rescorer ARGUMENTS`` run offline in ``tmp_path``."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*RESCORER, *arguments], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-
-
 def run(tmp_path: Path, *overrides: str, out: str | None = None) -> subprocess.CompletedProcess:
     out = out or str(tmp_path / "out")
-    return cli(tmp_path, *BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides)
+    return run_cli(*BASE, f"out_dir={out}", f"engine.store={tmp_path}/s.sqlite", *overrides, cwd=tmp_path)
 
 
 def assert_one_line_exit_2(result: subprocess.CompletedProcess, *expected: str) -> None:
@@ -68,6 +63,8 @@ CASES = {
                                   ["data.sets.eval.refs is given but data.sets.eval.nbest is not"]),
     "misspelt data set key": ([CTC, "++data.sets.dev_other.evry=3"], ["dev_other", "'evry'", "every"]),
     "misspelt engine key": ([CTC, "++engine.bugdet=5"], ["'bugdet'", "budget"]),
+    "base name as a list": ([CTC, "task.base.name=[1,2]"], ["base.name must be a string or null, not [1, 2]"]),
+    "tuning set as a list": ([CTC, "task.tune_on=[1]"], ["task.tune_on must be a string or null, not [1]"]),
 }
 
 
@@ -93,13 +90,14 @@ UNREADABLE_ROWS = {"lone surrogate": (GOOD_ROW.replace('"u1"', '"u\\ud800"'), "l
                                        "nested too deep")}
 
 
-def run_on_list(tmp_path: Path, command: str, rows: list[str], tuned: str = TUNED) -> subprocess.CompletedProcess:
+def run_on_list(tmp_path: Path, command: str, rows: list[str], *overrides: str, tuned: str = TUNED
+                ) -> subprocess.CompletedProcess:
     """``command`` (of :data:`COMMANDS`) on a JSONL list of ``rows`` with ``tuned`` as its tuned rescorer."""
     (tmp_path / "list.jsonl").write_text("".join(row + "\n" for row in rows), encoding="utf-8")
     (tmp_path / "tuned.yaml").write_text(tuned, encoding="utf-8")
     paths = {"list": tmp_path / "list.jsonl", "tuned": tmp_path / "tuned.yaml"}
-    return cli(tmp_path, *(part.format(**paths) for part in COMMANDS[command]), f"out_dir={tmp_path}/out",
-               f"engine.store={tmp_path}/s.sqlite", "engine.progress=false")
+    return run_cli(*(part.format(**paths) for part in COMMANDS[command]), f"out_dir={tmp_path}/out",
+                   f"engine.store={tmp_path}/s.sqlite", "engine.progress=false", *overrides, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -120,6 +118,17 @@ def test_a_json_line_no_decoder_can_hold_is_one_line_naming_its_file_and_line_on
 def test_a_tuned_file_no_loader_can_hold_is_one_line_naming_it(bad, says, tmp_path):
     result = run_on_list(tmp_path, "apply", [GOOD_ROW], tuned=TUNED + f"tuned_on: {bad}\n")
     assert_one_line_exit_2(result, f"{tmp_path / 'tuned.yaml'}: not a readable tuned.yaml", says, "line 5")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("override, says", [
+    ("task.fmt=[1,2]", "task.fmt must be one of auto, espnet2, kaldi, "),
+    ("task.fmt=jsnl", "unknown task.fmt 'jsnl', did you mean 'jsonl'? (choose from auto, espnet2, "),
+    ("task.inputs=5", "task.inputs must be a path or a list of paths"),
+], ids=["format as a list", "misspelt format", "inputs as a number"])
+def test_an_apply_option_of_the_wrong_type_is_one_line_naming_the_key_and_its_choices(override, says, tmp_path):
+    result = run_on_list(tmp_path, "apply", [GOOD_ROW], override)
+    assert_one_line_exit_2(result, says)
     assert not (tmp_path / "out").exists()
 
 

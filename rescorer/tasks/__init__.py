@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..context import OPTIONS as CONTEXT_OPTIONS
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
+from ..io import FORMAT
 from ..options import RUN, Option, RunOptions, checked
 from ..paths import CONF, DEMO, root
 from ..scorers import KINDS, option_names
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 # Task keys that mean the same in every task that has them (besides the run options): rescoring's columns.
 TASK = {"columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
-        "tune_on": Option("text", null=True)}
+        "tune_on": Option("text", null=True), "fmt": FORMAT}
 
 
 def register_resolvers() -> None:
