@@ -147,14 +147,13 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
 
 
 def check_safetensors(name: str, folder: Path) -> None:
-    """Refuse a model directory without safetensors weights (``pytorch_model.bin`` is a pickle, which runs code as
-    it is read)."""
-    if any(folder.glob("*.safetensors")):
-        return
-    pickles = sorted(f.name for pattern in PICKLES for f in folder.glob(pattern))
-    found = f": {', '.join(pickles)} is a pickle, which can run code as it is read" if pickles else ""
-    raise ScorerError(f"model {name!r}: only safetensors weights are loaded, and {folder} holds none{found}; where "
-                      "you trust it, load it and save_pretrained() it, which writes model.safetensors")
+    """Refuse a model directory whose weights are pickles (``pytorch_model.bin``, which runs code as it is read) and
+    no safetensors (a directory without either is left to transformers to say what it lacks)."""
+    pickles = [] if any(folder.glob("*.safetensors")) else sorted(f.name for p in PICKLES for f in folder.glob(p))
+    if pickles:
+        raise ScorerError(f"model {name!r}: only safetensors weights are loaded, and {folder} holds none: "
+                          f"{', '.join(pickles)} is a pickle, which can run code as it is read; where you trust it, "
+                          "load it and save_pretrained() it, which writes model.safetensors")
 
 
 def unloadable(name: str, path: Path, err: BaseException) -> ScorerError:
