@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
-from .errors import ConfigError, short_repr
+from .errors import ConfigError, UnknownNameError, short_repr
 
 KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
          "path": "a path", "paths": "a path or a list of paths", "flag": "true or false"}
@@ -19,8 +19,8 @@ KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", 
 class Option:
     """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``paths``: a path or a
     list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), the texts it takes
-    (``choices``, or a ``pattern`` the whole text matches, described by ``example``), whether null is allowed and an
-    example for errors."""
+    (``choices``, and also, with a ``pattern``, any text that matches it whole, described by ``example``), the
+    options of a mapping's own keys (``fields``, checked in turn), whether null is allowed and an example for errors."""
 
     kind: str
     low: float | None = None
@@ -28,15 +28,23 @@ class Option:
     strict: bool = False
     null: bool = False
     example: str = ""  # shown after the kind, e.g. ``{ctc: {range: [0, 1], step: 0.1}}``
-    choices: tuple[str, ...] = ()
+    choices: Collection[str] = field(default=(), hash=False)
     pattern: str = ""
+    fields: Mapping[str, "Option"] = field(default_factory=dict, hash=False)
 
     def check(self, key: str, value: Any) -> Any:
-        """``value`` itself; a :class:`ConfigError` naming ``key`` if it is not what this option holds."""
+        """``value`` itself; a :class:`ConfigError` naming ``key`` (``key.field`` for a mapping's field) if it is
+        not what this option holds."""
         if value is None and self.null:
             return value
         if not (self.holds_kind(value) and self.in_range(value)):
             raise ConfigError(f"{key} must be {self.described}, not {short_repr(value)}")
+        if (self.choices or self.pattern) and not (value in self.choices or self.pattern
+                                                    and re.fullmatch(self.pattern, value)):
+            if not self.pattern:  # a misspelt name: the closest choice
+                raise UnknownNameError(key, value, self.choices)
+            raise ConfigError(f"{key} must be {self.described}, not {short_repr(value)}")
+        checked(f"{key}.", value if self.fields else {}, self.fields)
         return value
 
     def holds_kind(self, value: Any) -> bool:
@@ -47,8 +55,7 @@ class Option:
         if self.kind == "mapping":
             return isinstance(value, Mapping)
         if self.kind == "text":
-            return isinstance(value, str) and (not self.choices or value in self.choices) and (
-                not self.pattern or re.fullmatch(self.pattern, value) is not None)
+            return isinstance(value, str)
         if self.kind == "path":  # a NUL byte cannot be in any path the system opens
             return isinstance(value, (str, os.PathLike)) and "\0" not in os.fspath(value)
         if self.kind == "paths":
@@ -64,7 +71,8 @@ class Option:
     def described(self) -> str:
         """In words, e.g. ``an integer ≥ 1 or null``, ``a number in (0, 1)``, ``one of none, gnmt``."""
         if self.choices or self.pattern:
-            return f"one of {', '.join(self.choices) or self.example}" + (" or null" if self.null else "")
+            return f"one of {', '.join([*self.choices, *([self.example] if self.pattern else [])])}" + (
+                " or null" if self.null else "")
         if self.low is not None and self.high is not None:
             bounds = f" in {'(' if self.strict else '['}{self.low:g}, {self.high:g}{')' if self.strict else ']'}"
         elif self.low is not None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import html
 import re
 
-# C0 and C1 controls, DEL, bidirectional embeddings/overrides/isolates, and the Unicode line and paragraph separators.
-HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, bidirectional embeddings/overrides/isolates, the Unicode line and paragraph separators, and
+# lone surrogates (no encoding can print them).
+HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 MARKDOWN = re.compile(r"([\\`*_\[\]|~])")  # what Markdown could act on inside a line: code, emphasis, links, cells
 
 
@@ -27,11 +28,6 @@ def for_markdown(text: object) -> str:
     """``text`` as inert Markdown inside a line: visible controls, HTML's ``&<>`` as entities, and what could start
     code, emphasis, a link or a table cell backslash-escaped (a cell or a heading shows it literally)."""
     return MARKDOWN.sub(r"\\\1", html.escape(visible(text), quote=False))
-
-
-def for_html(text: object) -> str:
-    """``text`` as inert HTML (element content or a quoted attribute), controls made visible."""
-    return html.escape(visible(text))
 
 
 def code(text: object) -> str:

@@ -57,7 +57,7 @@ def settle(folder: Path) -> None:
     config = folder / "tokenizer_config.json"
     try:
         values = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # loading the model says what is wrong with it
         return
     if all(values.get(key, value) == value for key, value in LOADED_AS.items()):
         return

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import DEMO, needs_minilm
+from .test_cli import run_cli
 
 RESCORER = [sys.executable, "-m", "rescorer.cli"]
 # A rescoring run that loads no LM: the ESPnet score plus a tuned weight on its own ctc column, on a small subset.
@@ -67,9 +68,11 @@ CASES = {
     "tuning on a set that is not there": ([CTC, "task.tune_on=abc"],
                                           ["task.tune_on='abc' is not one of the sets", "dev_other, test_clean"]),
     "base penalty without a base name": ([CTC, "task.base.penalty=abc"],
-                                         ["task.base.penalty must be one of none, gnmt, tokens, auto, not 'abc'"]),
+                                         ["unknown task.base.penalty 'abc' (choose from none, gnmt, tokens, auto)"]),
     "device with no scorer": ([CTC, "engine.device=xyz"], ["engine.device must be one of auto, cpu", "'xyz'"]),
-    "dtype with no scorer": ([CTC, "engine.dtype=xyz"], ["engine.dtype must be one of auto, fp32", "'xyz'"]),
+    "dtype with no scorer": ([CTC, "engine.dtype=xyz"], ["unknown engine.dtype 'xyz' (choose from auto, fp32"]),
+    "base name as a list": ([CTC, "task.base.name=[1,2]"], ["base.name must be a string or null, not [1, 2]"]),
+    "tuning set as a list": ([CTC, "task.tune_on=[1]"], ["task.tune_on must be a string or null, not [1]"]),
 }
 
 
@@ -104,6 +107,59 @@ def test_an_apply_refuses_options_it_does_not_read_when_they_are_malformed_or_cl
                              "engine.store=null", *overrides], cwd=tmp_path, capture_output=True, text=True,
                             timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert_one_line_exit_2(result, *expected)
+    assert not (tmp_path / "out").exists()
+
+
+# A tuned rescorer of the list's own columns (no model), and the command lines that read an N-best list.
+TUNED = "base: {name: score}\ncolumns: {ctc: {weight: 0.5}}\nmetric: {name: wer}\nscorers: {}\n"
+COMMANDS = {"rescore": ["task=rescore", "data=own", "scorer=[]", "data.sets.dev.nbest={list}"],
+            "apply": ["task=apply", "task.tuned={tuned}", "data=own", "data.sets.test.nbest={list}"],
+            "sharded apply": ["task=apply", "task.tuned={tuned}", "task.inputs={list}"]}
+GOOD_ROW = '{"id": "u1", "ref": "a b", "hyps": [{"text": "a b", "scores": {"score": -1.0, "ctc": -2.0}}]}'
+UNREADABLE_ROWS = {"lone surrogate": (GOOD_ROW.replace('"u1"', '"u\\ud800"'), "lone surrogate escape \\ud800"),
+                   "nested too deep": (GOOD_ROW.replace('"hyps"', '"x": ' + "[" * 100_000 + "]" * 100_000 + ', "hyps"'),
+                                       "nested too deep")}
+
+
+def run_on_list(tmp_path: Path, command: str, rows: list[str], *overrides: str, tuned: str = TUNED
+                ) -> subprocess.CompletedProcess:
+    """``command`` (of :data:`COMMANDS`) on a JSONL list of ``rows`` with ``tuned`` as its tuned rescorer."""
+    (tmp_path / "list.jsonl").write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    (tmp_path / "tuned.yaml").write_text(tuned, encoding="utf-8")
+    paths = {"list": tmp_path / "list.jsonl", "tuned": tmp_path / "tuned.yaml"}
+    return run_cli(*(part.format(**paths) for part in COMMANDS[command]), f"out_dir={tmp_path}/out",
+                   f"engine.store={tmp_path}/s.sqlite", "engine.progress=false", *overrides, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("bad", UNREADABLE_ROWS)
+def test_a_json_line_no_decoder_can_hold_is_one_line_naming_its_file_and_line_on_every_command(bad, command,
+                                                                                               tmp_path):
+    row, says = UNREADABLE_ROWS[bad]
+    rows = [GOOD_ROW.replace("u1", "u0"), row]
+    result = run_on_list(tmp_path, command, rows)
+    assert_one_line_exit_2(result, f"{tmp_path / 'list.jsonl'}:2: invalid JSON", says)
+    assert (tmp_path / "list.jsonl").read_text(encoding="utf-8") == "".join(row + "\n" for row in rows)
+    assert not (tmp_path / "out" / "shards").exists() or not any((tmp_path / "out" / "shards").iterdir())
+
+
+@pytest.mark.parametrize("bad, says", [('"\\udc00"', "lone surrogate escape \\udc00 is not valid Unicode"),
+                                       ("[" * 100_000 + "]" * 100_000, "nested too deep")],
+                         ids=["lone surrogate", "nested too deep"])
+def test_a_tuned_file_no_loader_can_hold_is_one_line_naming_it(bad, says, tmp_path):
+    result = run_on_list(tmp_path, "apply", [GOOD_ROW], tuned=TUNED + f"tuned_on: {bad}\n")
+    assert_one_line_exit_2(result, f"{tmp_path / 'tuned.yaml'}: not a readable tuned.yaml", says, "line 5")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("override, says", [
+    ("task.fmt=[1,2]", "task.fmt must be one of auto, espnet2, kaldi, "),
+    ("task.fmt=jsnl", "unknown task.fmt 'jsnl', did you mean 'jsonl'? (choose from auto, espnet2, "),
+    ("task.inputs=5", "task.inputs must be a path or a list of paths"),
+], ids=["format as a list", "misspelt format", "inputs as a number"])
+def test_an_apply_option_of_the_wrong_type_is_one_line_naming_the_key_and_its_choices(override, says, tmp_path):
+    result = run_on_list(tmp_path, "apply", [GOOD_ROW], override)
+    assert_one_line_exit_2(result, says)
     assert not (tmp_path / "out").exists()
 
 

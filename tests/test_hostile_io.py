@@ -413,3 +413,19 @@ def test_the_rescored_1best_refuses_ids_it_cannot_write(tmp_path):
     assert not (tmp_path / "1best.txt").exists()
     write_1best(nbest, tmp_path / "plain.txt", with_ids=False)
     assert (tmp_path / "plain.txt").read_text() == "HELLO WORLD\n"
+
+
+def test_an_argument_of_the_wrong_type_is_one_error_of_the_api_naming_it_and_its_choices(tmp_path):
+    listed = tmp_path / "list.jsonl"
+    listed.write_text('{"id": "u1", "ref": "a", "hyps": [{"text": "a", "scores": {"am": -1.0, "lm": -2.0}}]}\n')
+    tuned = rescorer.rescore(sets={"dev": str(listed)}, base="am", columns={"lm": {}}).tuned
+    for call, says in [(lambda: rescorer.apply(None, tuned, inputs=[listed], out_dir=tmp_path / "out", fmt=[1, 2]),
+                        "fmt must be one of auto, espnet2, "),
+                       (lambda: rescorer.apply(None, tuned, inputs=5, out_dir=tmp_path / "out"),
+                        "inputs must be a path or a list of paths"),
+                       (lambda: rescorer.rescore(sets={"dev": str(listed)}, base={"name": [1, 2]}, columns={"lm": {}}),
+                        "base.name must be a string or null, not [1, 2]")]:
+        with pytest.raises(ConfigError) as caught:
+            call()
+        assert says in one_line(caught.value), str(caught.value)
+    assert not (tmp_path / "out").exists()

@@ -326,6 +326,50 @@ INVALID_JSON = [
          "beams.tsv", "nemo", "manifest.json:2", '"text": "c d"', refs="manifest.json"),
 ]
 
+SURROGATE = "\\ud800"  # the JSON escape of half a UTF-16 pair: no Unicode text holds it
+LONE = f"the text holds a lone surrogate escape {SURROGATE}: not valid Unicode"
+HYPORADISE_OK = '  {"id": "u1", "input": ["a b", "a c"], "output": "a b"}'
+LONE_SURROGATES = [
+    case("lone-surrogate-jsonl-text", jsonl(JSONL_OK, JSONL_OK.replace('"a b"', f'"{SURROGATE}"').replace("u1", "u2")),
+         "nbest.jsonl", "jsonl", "nbest.jsonl:2", LONE),
+    case("lone-surrogate-jsonl-id", jsonl(JSONL_OK, JSONL_OK.replace('"u1"', f'"u{SURROGATE}"')), "nbest.jsonl", "auto",
+         "nbest.jsonl:2", LONE),
+    case("lone-surrogate-jsonl-low-half", jsonl(JSONL_OK.replace('"a b"', '"a \\udc00 b"')), "nbest.jsonl", "jsonl",
+         "nbest.jsonl:1", "lone surrogate escape \\udc00"),
+    case("lone-surrogate-sockeye", sockeye(SOCKEYE_OK, SOCKEYE_OK.replace('"a b"', f'"a{SURROGATE}"').replace("1,", "2,")),
+         "out.json", "sockeye", "out.json:2", LONE),
+    case("lone-surrogate-hyporadise", {"list.json": lines("[", HYPORADISE_OK + ",", HYPORADISE_OK.replace("a c", SURROGATE), "]")},
+         "list.json", "auto", "list.json:3", LONE),
+    case("lone-surrogate-hyporadise-first-record", {"list.json": lines("[", HYPORADISE_OK.replace('"u1"', f'"{SURROGATE}"'), "]")},
+         "list.json", "auto", "list.json:2", LONE),
+    case("lone-surrogate-mlm-scoring", mlm(*mlm_utt("utt1", MLM_HYP.replace("a b", SURROGATE))), "am.json", "mlm-scoring",
+         "am.json:3", LONE),
+    case("lone-surrogate-espnet1", espnet1(*espnet1_utt(f'{{"name": "target1[1]", "rec_text": "{SURROGATE}<eos>", "score": -1}}')),
+         "data.json", "espnet1", "data.json:5", LONE),
+    case("lone-surrogate-fields", {"rows.jsonl": lines(f'{{"key": "{SURROGATE}", "nbest": ["a"], "am": [-1]}}')}, "rows.jsonl",
+         "fields", "rows.jsonl:1", LONE, fields={"id": "key", "hyps": "nbest", "scores": ["am"]}),
+    case("lone-surrogate-nemo-manifest", nemo("a b\t-1.5", "c d\t-2.5", manifest=lines(
+        '{"audio_filepath": "u1.wav", "text": "a b"}', f'{{"audio_filepath": "u2.wav", "text": "{SURROGATE}"}}')),
+         "beams.tsv", "nemo", "manifest.json:2", LONE, refs="manifest.json"),
+]
+
+DEEP = "[" * 100_000 + "]" * 100_000  # a recursive reader's stack runs out long before
+NESTED_TOO_DEEP = [
+    case("nested-too-deep-jsonl", jsonl(JSONL_OK, JSONL_OK.replace('"hyps"', f'"x": {DEEP}, "hyps"').replace("u1", "u2")),
+         "nbest.jsonl", "auto", "nbest.jsonl:2", "nested too deep"),
+    case("nested-too-deep-sockeye", sockeye(SOCKEYE_OK.replace('"score"', f'"x": {DEEP}, "score"')), "out.json", "sockeye",
+         "out.json:1", "nested too deep"),
+    case("nested-too-deep-hyporadise", {"list.json": lines("[", HYPORADISE_OK + ",", HYPORADISE_OK.replace("[", f"[{DEEP}, ", 1),
+                                           "]")}, "list.json", "auto", "list.json:3", "nested too deep"),
+    case("nested-too-deep-json-list-of-lists", {"list.json": DEEP}, "list.json", "auto", "list.json:1", "nested too deep"),
+    case("nested-too-deep-mlm-scoring", mlm(*mlm_utt("utt1", MLM_HYP, f'"x": {DEEP}')), "am.json", "mlm-scoring", "am.json:4",
+         "nested too deep"),
+    case("nested-too-deep-espnet1", espnet1("{", f'    "x": {DEEP},', '    "utts": {}', "}"), "data.json", "auto", "data.json:2",
+         "nested too deep"),
+    case("nested-too-deep-nemo-manifest", nemo("a b\t-1.5", manifest=lines(f'{{"audio_filepath": "u1.wav", "x": {DEEP}}}')),
+         "beams.tsv", "nemo", "manifest.json:1", "nested too deep", refs="manifest.json"),
+]
+
 LAYOUT = [
     case("fairseq-d-before-h", fairseq("S-0\tx y", "D-0\t-0.5\ta b", "H-0\t-0.5\ta b"), "gen.txt", "fairseq",
          "gen.txt:2", "D-0"),
@@ -349,7 +393,7 @@ LAYOUT = [
 ]
 
 ALL_CASES = (TRUNCATED + NOT_A_NUMBER + NOT_FINITE + DUPLICATES + RANK_GAPS + REFERENCES + EMPTY + MISSING
-             + UNDECODABLE + UNKNOWN_FORMAT + INVALID_JSON + LAYOUT)
+             + UNDECODABLE + UNKNOWN_FORMAT + INVALID_JSON + LONE_SURROGATES + NESTED_TOO_DEEP + LAYOUT)
 
 
 @pytest.mark.parametrize("bad", ALL_CASES)

@@ -157,6 +157,41 @@ def test_bad_options_are_clear_errors(tiny_models, tmp_path):
         load_scorer("pll", str(tmp_path))
 
 
+DEEP = "[" * 100_000 + "]" * 100_000  # transformers' recursive JSON reader runs out of stack long before
+
+
+def nested_too_deep(text: str) -> str:
+    return text.rstrip().removesuffix("}") + f', "nested": {DEEP}}}'
+
+
+def without_added_tokens(text: str) -> str:
+    import json
+
+    return json.dumps({k: v for k, v in json.loads(text).items() if k != "added_tokens"})
+
+
+TOO_DEEP = "JSON nested too deep (over 100 levels)"
+
+
+@pytest.mark.parametrize("kind, file, change, says", [
+    ("ll", "config.json", nested_too_deep, TOO_DEEP),
+    ("student", "config.json", nested_too_deep, TOO_DEEP),  # read before the model is
+    ("ll", "tokenizer.json", nested_too_deep, TOO_DEEP),
+    ("ll", "tokenizer_config.json", nested_too_deep, TOO_DEEP),
+    ("ll", "tokenizer.json", without_added_tokens, 'no "added_tokens", which transformers needs: add "added_tokens": '
+                                                   "[] (none) to it"),
+], ids=["config nested too deep", "student config nested too deep", "tokenizer nested too deep",
+        "tokenizer config nested too deep", "tokenizer without added tokens"])
+def test_a_model_file_transformers_cannot_read_is_one_error_naming_it(kind, file, change, says, tiny_causal, tmp_path):
+    import shutil
+
+    model = shutil.copytree(tiny_causal, tmp_path / "model")
+    (model / file).write_text(change((model / file).read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(ScorerError) as caught:
+        load_scorer(kind, str(model), store=None, progress=False)
+    assert str(caught.value) == f"cannot load model {str(model)!r}: {model / file}: {says}"
+
+
 def test_offline_hub_name_says_how_to_use_a_local_copy(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.perf_counter()

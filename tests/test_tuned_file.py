@@ -18,6 +18,7 @@ from rescorer.scorers.loading import local_fingerprint
 
 from .conftest import DEMO
 from .test_cli import run_cli
+from .test_hostile_io import one_line
 
 SIGNATURE = "ll|model:{model}@{tag}|bos:auto|eos:True|dtype:float32|case:keep|period:no|rescorer:0.1.0"
 
@@ -187,3 +188,54 @@ def test_no_code_from_a_model_directory_runs_whatever_the_tuned_file_says(tiny_c
     applied = rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 30}, path)  # the code beside it never runs
     assert len(applied.nbests["test"]) == 10
     assert not marker.exists() and digests(model, DEMO / "test_clean") == inputs
+
+
+class RunsCode:
+    """What a pickle holds to run code as it is read: ``exec(code)``."""
+
+    def __init__(self, code: str):
+        self.code = code
+
+    def __reduce__(self):
+        return exec, (self.code,)
+
+
+def pickled_model(source: Path, target: Path) -> tuple[Path, Path]:
+    """A copy of a real model whose weights are a ``pytorch_model.bin`` that, if it were ever unpickled, would write
+    a marker file; no safetensors."""
+    import pickle
+
+    model = shutil.copytree(source, target)
+    marker = target.parent / "marker"
+    (model / "model.safetensors").unlink()
+    (model / "pytorch_model.bin").write_bytes(pickle.dumps(RunsCode(f"open({str(marker)!r}, 'w').write('ran')")))
+    return model, marker
+
+
+def test_a_model_whose_weights_are_a_pickle_is_refused_unread_on_the_command_line_and_in_the_api(tiny_causal,
+                                                                                                tmp_path):
+    model, marker = pickled_model(tiny_causal, tmp_path / "moved" / "pickled")
+    signature = SIGNATURE.format(model=tmp_path / "pickled", tag=local_fingerprint(str(model)))
+    path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": str(tmp_path / "pickled")}, signature)
+    inputs = digests(model, path)
+    says = f"only safetensors weights are loaded, and {model} holds none: pytorch_model.bin is a pickle"
+    result = run_cli("task=apply", f"task.tuned={path}", f"task.models={model.parent}", "data=own",
+                     f"data.sets.test.nbest={DEMO / 'test_clean'}", f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("rescorer: error: ") and says in lines[0], lines[0]
+    with pytest.raises(rescorer.ScorerError, match="only safetensors weights are loaded"):
+        rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 30}, path, models=model.parent)
+    assert not marker.exists() and not (tmp_path / "out").exists() and digests(model, path) == inputs
+
+
+@pytest.mark.parametrize("value, says", [('"\\udc00"', "a lone surrogate escape \\udc00 is not valid Unicode"),
+                                         ("{a: " * 1000 + "1" + "}" * 1000, "nested too deep (over 100 levels)")],
+                         ids=["lone surrogate", "nested too deep"])
+def test_a_tuned_file_no_loader_can_hold_is_one_error_of_the_api_naming_its_line(value, says, tmp_path):
+    path = tmp_path / "tuned.yaml"
+    path.write_text(f"base: {{name: score}}\ncolumns: {{}}\nmetric: {{name: wer}}\nscorers:\n  ll: {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        rescorer.apply({"nbest": str(DEMO / "test_clean"), "every": 50}, path)
+    message = one_line(caught.value)
+    assert message.startswith(f"{path}: not a readable tuned.yaml (") and says in message and "line 5" in message

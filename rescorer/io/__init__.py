@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-
 import math
+from collections import ChainMap
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -19,6 +19,7 @@ from .seen import Seen
 from .target import check_writable
 
 FORMATS = detectable()  # what fmt=auto can find among the shipped formats
+FORMAT = Option("text", choices=ChainMap(REGISTRY, {"auto": None}).keys())  # a format's name (registered later too)
 READ = {"path": PATH, "fmt": TEXT, "refs": Option("path", null=True), "refs_fmt": TEXT}
 WRITE = {"path": PATH, "fmt": Option("text", null=True), "score_column": Option("text", null=True)}
 
@@ -181,6 +182,6 @@ def check_nbest(nbest: object, what: str = "nbest") -> NBest:
     return nbest
 
 
-__all__ = ["CANONICAL", "FORMATS", "REGISTRY", "Format", "RANK", "Sample", "attach_refs", "check_nbest",
+__all__ = ["CANONICAL", "FORMAT", "FORMATS", "REGISTRY", "Format", "RANK", "Sample", "attach_refs", "check_nbest",
            "detect_format", "metric_defaults", "metric_for", "natural_base", "nbest_from_generate", "read_nbest",
            "read_refs", "read_blocks", "register", "whole", "with_rank", "write_nbest", "block_writer"]

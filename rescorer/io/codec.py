@@ -21,6 +21,11 @@ from ..errors import NBestFormatError
 from .common import binary_chunks, iter_lines, read_text
 
 DecodeError = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)  # what bad JSON raises (and is said as)
+# An escape in JSON text: a UTF-16 surrogate pair (group 1: a lone surrogate, which no Unicode text holds) or another.
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+                     re.S)
+_STRING = re.compile(rb'"(?:[^"\\]+|\\.?)*(?:"|\Z)', re.S)  # a JSON string (one left open: to the end of the text)
+_OPENING, _CLOSING = (ord("["), ord("{")), (ord("]"), ord("}"))
 _LINE_BREAKERS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
 _ENCODER = msgspec.json.Encoder()
 
@@ -60,9 +65,12 @@ def json_error(err: BaseException, text: str | bytes, path: str | os.PathLike, l
     except UnicodeDecodeError as bad:
         return NBestFormatError(path, _line(data, bad.start, line), "not valid UTF-8",
                                 data[bad.start : bad.start + 8])
-    message = str(err)
+    message, lone = str(err), lone_surrogate(data)
     if isinstance(err, RecursionError):
-        problem, at = "invalid JSON (nested too deep)", None
+        problem, at = "invalid JSON (nested too deep)", nesting(data)[1]
+    elif lone is not None and (_offset(message) or len(data)) >= lone.start():  # msgspec says it as "truncated"
+        problem = f"invalid JSON (the text holds a lone surrogate escape \\{lone[1].decode()}: not valid Unicode)"
+        at = lone.start() + 1
     else:
         problem = f"invalid JSON ({message.removeprefix('JSON is malformed: ')})"
         at = len(data.rstrip()) if "truncated" in message else _offset(message)
@@ -72,6 +80,25 @@ def json_error(err: BaseException, text: str | bytes, path: str | os.PathLike, l
     rows = data.split(b"\n")
     shown = data if line is not None else rows[min(number or 1, len(rows)) - 1]
     return NBestFormatError(path, number, problem, shown.decode("utf-8").rstrip("\r\n"))
+
+
+def lone_surrogate(data: bytes | memoryview, cut: bool = False) -> re.Match | None:
+    """The first escape of a lone UTF-16 surrogate (``\\ud800`` without its low half after it) in JSON ``data``, or
+    None. ``cut``: the text may go on after ``data`` (a window of a document read in parts), so an escape in its last
+    six bytes may yet get its low half."""
+    last = len(data) - (6 if cut else 0)
+    return next((found for found in _ESCAPE.finditer(data) if found[1] and found.end() <= last), None)
+
+
+def nesting(data: bytes) -> tuple[int, int]:
+    """How deep JSON ``data`` nests lists and objects, and the offset just past the first bracket that deep (text in
+    strings aside); measured without recursion, so that any depth is."""
+    import numpy as np
+
+    blank = np.frombuffer(_STRING.sub(lambda found: b" " * len(found[0]), data), np.uint8)
+    depth = np.cumsum(np.isin(blank, _OPENING).astype(np.int64) - np.isin(blank, _CLOSING))
+    deepest = int(depth.argmax()) if len(depth) else 0
+    return (int(depth[deepest]) if len(depth) else 0), deepest + 1
 
 
 def _line(data: bytes, at: int | None, line: int | None) -> int | None:
@@ -226,6 +253,8 @@ class _Window:
                     problem = "truncated" if err.start >= len(view) - at - 4 else "not UTF-8"
                 except DecodeError as err:
                     problem = str(err)
+                    if "truncated" in problem and lone_surrogate(view[at:], cut=True):
+                        problem = "a lone surrogate"  # which msgspec says as "truncated"
             if "trailing characters" in problem:
                 end = at + (_offset(problem) or 0) - 1
                 return end if at <= end < len(self.data) and self.data[end] in b",]" else None

@@ -348,15 +348,21 @@ def _is_number(item: Any) -> bool:
     return isinstance(item, (int, float)) and not isinstance(item, bool)
 
 
+_NESTED_LIST = re.compile(r"\s*\[\s*[\[{]")  # a JSON list opening with a list or an object
+
+
 def detect_hyporadise(sample: Sample) -> bool:
     """A JSON list whose first record has an ``input`` list of strings (``output``, the reference, is optional: output
-    to re-rank has none); only that record is read."""
+    to re-rank has none); only that record is read. A list that opens with a list or an object is JSON, whose error
+    is said as such (no line format starts so)."""
     if not sample.first.lstrip().startswith("["):
         return False
     items = json_items(sample.path)
     try:
         first = next(items, None)
     except NBestFormatError:
+        if _NESTED_LIST.match("".join(sample.lines)):
+            raise
         return False
     finally:
         items.close()

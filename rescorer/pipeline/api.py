@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence, Union
 from ..combine import Column, Search
 from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, check_known
-from ..io import REGISTRY, check_nbest, with_rank
+from ..io import FORMAT, check_nbest, with_rank
 from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric
 from ..types import NBest
@@ -28,8 +28,8 @@ ScorerLike = Union[BoundScorer, Mapping[str, Any]]    # a loaded scorer, or load
 
 ARGUMENTS = {"sets": Option("mapping", null=True), "scorers": Option("mapping", null=True),
              "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"), "metric": TEXT,
-             "base": Option("text", null=True), "out_dir": Option("path", null=True), "data": TEXT, "name": TEXT,
-             "engine": Option("mapping", null=True),
+             "base": Option("mapping", fields={"name": Option("text", null=True)}), "out_dir": Option("path", null=True),
+             "data": TEXT, "name": TEXT, "engine": Option("mapping", null=True), "fmt": FORMAT,
              "accept_changed_models": FLAG, "tuned": Option("path", example="tuned.yaml, or a rescorer.Tuned")}
 
 
@@ -106,7 +106,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     if not isinstance(metric, Metric):
         ARGUMENTS["metric"].check("metric", metric)
     run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed, halves=halves))
-    search = Search.of(search)
+    search, base = Search.of(search), base_column(base)
     named, tune_on = with_dev({name: as_nbest(value, f"sets[{name!r}]") for name, value in (sets or {}).items()}, dev)
     if not isinstance(metric, Metric):
         metric = metric_of(metric, (n.fmt for n in named.values()), {})
@@ -114,7 +114,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     out_dir = checked_out_dir(out_dir, named, loaded, [(engine or {}).get("store")])
     loaded.update(load_scorers({name: s for name, s in (scorers or {}).items() if name not in loaded}, engine))
     tuned = [Column.of(name, spec) for name, spec in columns.items()] if columns else None
-    return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base=base_column(base),
+    return rescore_loaded(named, {name: loaded[name] for name in scorers or {}}, metric, base=base,
                           columns=tuned, search=search, tune_on=tune_on, run=run, data=data, out_dir=out_dir,
                           retune=retune)
 
@@ -148,7 +148,7 @@ def base_column(base: str | Mapping[str, Any] | Column | None) -> Column | None:
     format's own."""
     if base is None or isinstance(base, Column):
         return base
-    spec = {"name": base} if isinstance(base, str) else dict(Option("mapping").check("base", base))
+    spec = dict(ARGUMENTS["base"].check("base", {"name": base} if isinstance(base, str) else base))
     name = spec.pop("name", None)
     return Column.of(name, {"penalty": "none", **spec}) if name else None
 
@@ -166,7 +166,7 @@ def applied_sets(sets: SetLike | Mapping[str, SetLike] | None, name: str, inputs
     if inputs is not None:
         if out_dir is None:
             raise ConfigError("inputs are re-ranked into out_dir/shards/: give out_dir")
-        check_known("fmt", [fmt], ["auto", *REGISTRY])
+        ARGUMENTS["fmt"].check("fmt", fmt)
         Option("integer", low=1).check("chunk", chunk)
         checked("", subset, {key: SUBSET[key] for key in INPUT_SUBSET})
         return {}, named_inputs(inputs)  # type: ignore[arg-type]

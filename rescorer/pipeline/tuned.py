@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from numbers import Real
@@ -25,6 +26,8 @@ from .portable import Models, check_moved, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
+MAX_NESTING = 100  # levels of a tuned file (it has four)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # What a tuned file never decides: code execution, and where and how the applying run computes.
 ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
@@ -188,8 +191,7 @@ def changed_fields(before: str, after: str) -> str:
 
 
 def read_yaml(path: Path) -> Any:
-    """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, without aliases (a few lines of
-    nested aliases can expand to billions of nodes) or a key given twice in one mapping (which would take the last)."""
+    """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, read by :class:`StrictLoader`."""
     from ..io.common import input_status, read_text
 
     if input_status(path) is None:
@@ -198,7 +200,7 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a tuned.yaml "
                           f"(at most {MAX_BYTES:,})")
     try:
-        return yaml.load(read_text(path), Loader=StrictLoader)  # noqa: S506 — a SafeLoader without aliases
+        return yaml.load(read_text(path), Loader=StrictLoader)  # noqa: S506 — a SafeLoader, stricter
     except NBestFormatError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({err.problem})") from None
     except DuplicateKey as err:
@@ -212,14 +214,25 @@ class DuplicateKey(yaml.constructor.ConstructorError):
 
 
 class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``) and a key given twice in one mapping."""
+    """PyYAML's safe loader, refusing aliases (``*name``: a few lines of nested ones expand to billions of nodes),
+    nodes nested deeper than ``MAX_NESTING`` (the composer recurses once a level), text holding a surrogate (a
+    ``"\\ud800"`` escape: no Unicode text holds one) and a key given twice in one mapping (which would take the
+    last)."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
-                                              event.start_mark)
-        return super().compose_node(parent, index)
+        event = self.peek_event()
+        problem = (f"aliases (*{event.anchor}) are not allowed" if isinstance(event, yaml.AliasEvent) else
+                   f"nested too deep (over {MAX_NESTING} levels)" if self.depth >= MAX_NESTING else
+                   _surrogate(event.value) if isinstance(event, yaml.ScalarEvent) else None)
+        if problem:
+            raise yaml.composer.ComposerError(None, None, problem, event.start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
@@ -232,6 +245,12 @@ class StrictLoader(yaml.SafeLoader):
                                    key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+def _surrogate(text: str) -> str | None:
+    """What is wrong with a text holding a surrogate; None when it holds none."""
+    found = _SURROGATE.search(text)
+    return found and f"a lone surrogate escape {found[0].encode('unicode_escape').decode()} is not valid Unicode"
 
 
 def scorer_entry(entry: Any, name: str) -> dict[str, Any]:

@@ -8,9 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ScorerError
+from msgspec import Raw, ValidationError
+
+from ..errors import ConfigError, RescorerError, ScorerError
 
 _FINGERPRINTED = ("*.safetensors", "*.bin", "*.gguf", "*.pt", "*.json", "*.model", "*.txt")
+PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")  # weights saved by torch.save: pickles
+MAX_JSON_NESTING = 100  # levels of a model's JSON file (a config or tokenizer has under ten)
 HUB_PROBE_SECONDS = 2.0  # how long to wait for the hub before calling it out of reach
 DEVICES = r"auto|cpu|mps|cuda(:\d+)?"  # where a model may run (``engine.device``), as a pattern
 DEVICE_NAMES = "auto, cpu, mps, cuda or cuda:N"
@@ -105,13 +109,16 @@ def load_config(name: str, revision: str | None = None) -> Any:
     try:
         return AutoConfig.from_pretrained(str(path) if path.exists() else name, revision=revision,
                                           local_files_only=local_only(name, revision))
-    except (OSError, ValueError) as err:
-        raise ScorerError(f"cannot load model {name!r}: {str(err).splitlines()[0]}") from None
+    except RescorerError:
+        raise
+    except Exception as err:  # noqa: BLE001 - transformers raises any kind at a file it cannot read
+        raise unloadable(name, path, err) from None
 
 
 def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, gguf_file: str | None = None,
                     trust_remote_code: bool = False) -> tuple[Any, Any]:
-    """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name (``local_only``)."""
+    """(tokenizer, model in eval mode) from a local directory, a ``.gguf`` file or a hub name (``local_only``);
+    weights only from safetensors (or GGUF): a pickle runs code as it is read, so none is ever read."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -124,21 +131,65 @@ def load_pretrained(auto_class: Any, name: str, *, revision: str | None = None, 
         kwargs["revision"] = revision
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
+    elif path.is_dir():
+        check_safetensors(name, path)
     source = str(path) if path.exists() else name
     if local_only(name, revision, gguf_file):
         kwargs["local_files_only"] = True
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        model = auto_class.from_pretrained(source, **kwargs)
-    except (OSError, ValueError, ImportError) as err:
-        hint = ("" if path.exists() else
-                f" If this machine is offline, download it where there is network "
-                f"(`hf download {name} --local-dir DIR`) and pass the directory as the model.")
-        raise ScorerError(f"cannot load model {name!r}: {str(err).splitlines()[0]}.{hint}") from None
+        model = auto_class.from_pretrained(source, **kwargs, **({} if gguf_file else {"use_safetensors": True}))
+    except RescorerError:
+        raise
+    except Exception as err:  # noqa: BLE001 - transformers and tokenizers raise any kind at a file they cannot read
+        raise unloadable(name, path, err) from None
     if not getattr(tokenizer, "is_fast", False):
         raise ScorerError(f"model {name!r} has no fast tokenizer (word boundaries need one)")
     model.eval()
     return tokenizer, model
+
+
+def check_safetensors(name: str, folder: Path) -> None:
+    """Refuse a model directory whose weights are pickles (``pytorch_model.bin``, which runs code as it is read) and
+    no safetensors (a directory without either is left to transformers to say what it lacks)."""
+    pickles = [] if any(folder.glob("*.safetensors")) else sorted(f.name for p in PICKLES for f in folder.glob(p))
+    if pickles:
+        raise ScorerError(f"model {name!r}: only safetensors weights are loaded, and {folder} holds none: "
+                          f"{', '.join(pickles)} is a pickle, which can run code as it is read; where you trust it, "
+                          "load it and save_pretrained() it, which writes model.safetensors")
+
+
+def unloadable(name: str, path: Path, err: BaseException) -> ScorerError:
+    """The one-line error of a model transformers could not load: the file of a local model that is the cause where
+    one is (:func:`json_problem`), else what transformers said."""
+    problem = json_problem(path) if path.is_dir() else None
+    if problem:
+        return ScorerError(f"cannot load model {name!r}: {problem}")
+    said = str(err).splitlines()[0] if str(err).strip() else ""
+    said = said if isinstance(err, (OSError, ValueError, ImportError)) else f"{type(err).__name__}: {said}"
+    hint = ("" if path.exists() else
+            f" If this machine is offline, download it where there is network "
+            f"(`hf download {name} --local-dir DIR`) and pass the directory as the model.")
+    return ScorerError(f"cannot load model {name!r}: {said}.{hint}")
+
+
+def json_problem(folder: Path) -> str | None:
+    """What makes a JSON file of a model directory unreadable to transformers, naming it: nesting its recursive
+    reader cannot hold, or a tokenizer.json without ``added_tokens`` (which transformers needs and the tokenizers
+    library takes as none); None when no file is so."""
+    from ..io.codec import DecodeError, decoder, nesting
+
+    for file in sorted(folder.glob("*.json")):
+        if nesting(file.read_bytes())[0] > MAX_JSON_NESTING:
+            return f"{file}: JSON nested too deep (over {MAX_JSON_NESTING} levels)"
+    tokenizer = folder / "tokenizer.json"
+    try:
+        keys = decoder(dict[str, Raw])(tokenizer.read_bytes()) if tokenizer.is_file() else {"added_tokens": None}
+    except (DecodeError, ValidationError):
+        return None
+    if "added_tokens" not in keys:
+        return f'{tokenizer}: no "added_tokens", which transformers needs: add "added_tokens": [] (none) to it'
+    return None
 
 
 def load_named(auto_class: Any, name: str, fingerprint_of: str | None = None,

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..context import OPTIONS as CONTEXT_OPTIONS
 from ..engine import ENGINE_KEYS, BoundScorer, EngineSettings, load_scorers, task_threads
 from ..errors import ConfigError, RescorerError, check_known
+from ..io import FORMAT
 from ..metrics import METRICS
 from ..options import MAPPING, RUN, Option, RunOptions
 from ..paths import CONF, DEMO, root
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 # ``OPTIONS``. Each is checked before the task runs, read by it or not, so that a malformed value is refused rather
 # than ignored (the readers check what depends on other values).
 OPTIONS = {"task.columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"),
-           "task.tune_on": Option("text", null=True),
+           "task.tune_on": Option("text", null=True), "task.fmt": FORMAT,
            "data.metric": MAPPING, "data.metric.name": Option("text", choices=("auto", *METRICS))}
 ABSENT = object()
 

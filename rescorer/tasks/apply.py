@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..io import REGISTRY
 from ..io.sets import SUBSET
 from ..options import FLAG, Option
 from ..pipeline.api import apply
@@ -14,7 +13,7 @@ from . import data_given, data_of, plain, run_options
 
 OPTIONS = {"task.tuned": Option("path", null=True), "task.accept_changed_models": FLAG,
            "task.inputs": Option("paths", null=True, example=INPUTS.example),
-           "task.fmt": Option("text", choices=("auto", *REGISTRY)), "task.chunk": Option("integer", low=1),
+           "task.chunk": Option("integer", low=1),
            "task.every": SUBSET["every"], "task.top": SUBSET["top"]}
 
 
