@@ -542,3 +542,17 @@ def test_a_rerun_on_fewer_inputs_reports_only_its_own_and_names_the_outputs_it_d
         "report: remove them, or use a new out_dir"]
     assert digests(tmp_path / "out")["split1"] == before  # kept: a rerun of a part loses nothing
     assert "split1" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_an_out_dir_a_glob_of_the_inputs_would_match_is_refused_on_the_first_run(demo_shards, tuned, tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copy(demo_shards / "dev.jsonl", folder / "one.jsonl")
+    before = tree(folder)
+    for out in (folder / "out", folder / "out" / "deeper"):  # the glob matches it, or the folder holding it
+        with pytest.raises(ConfigError, match="which this run reads, matches: the next run would read the outputs"):
+            rescorer.apply(None, tuned, inputs=f"{folder}/*", out_dir=out, engine={"progress": False})
+    assert tree(folder) == before
+    report = rescorer.apply(None, tuned, inputs=f"{folder}/*.jsonl", out_dir=folder / "out",
+                            engine={"progress": False}).report  # outputs the glob cannot reach
+    assert list(report.sets) == ["one.jsonl"]

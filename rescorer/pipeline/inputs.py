@@ -50,10 +50,11 @@ def given(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
 
 
 def named_paths(inputs: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """The paths ``inputs`` names as written — a directory of shards, a list file — besides the shards they expand to
-    (a glob names only its matches): what an out_dir must stay apart from, or the next run would read it as a shard."""
+    """The paths ``inputs`` names as written — a directory of shards, a list file, a glob — besides the shards they
+    expand to: what an out_dir must stay apart from (or out of a glob's reach), or the next run would read it as a
+    shard."""
     return [Path(value[len(LIST):] if value.startswith(LIST) else value) for value in given(inputs)
-            if value.strip(LIST) and not glob.has_magic(value)]
+            if value.strip(LIST)]
 
 
 def expanded(text: str) -> list[Path]:

@@ -3,6 +3,8 @@ an earlier output of the same kind — a run's or a convert's (replaced whole), 
 (both resumed); anything else is refused in one line."""
 from __future__ import annotations
 
+import fnmatch
+import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,12 +121,21 @@ def check_writable(path: Path) -> None:
 
 
 def check_apart(out_dir: Path, inputs: Iterable[str | Path]) -> None:
-    """Refuse an ``out_dir`` that is, holds or lies inside any of ``inputs`` (what the run reads)."""
+    """Refuse an ``out_dir`` that is, holds or lies inside any of ``inputs`` (what the run reads), or that a glob
+    among them could match, itself or what it will hold (the next run would read the outputs as inputs)."""
     where = real(out_dir)
     for path in inputs:
+        if glob.has_magic(os.fspath(path)) and globbed(where, Path(os.path.abspath(path))):
+            raise ConfigError(f"out_dir={out_dir} lies where {path}, which this run reads, matches: the next run "
+                              "would read the outputs as inputs, so choose an out_dir outside it")
         read = real(path)
         relation = ("is" if read == where else "holds" if where in read.parents else
                     "is inside" if read in where.parents else None)
         if relation:
             raise ConfigError(f"out_dir={out_dir} {relation} {path}, which this run reads: a run writes over its "
                               "out_dir, so choose another one")
+
+
+def globbed(out_dir: Path, pattern: Path) -> bool:
+    """Whether ``pattern`` (absolute) matches ``out_dir``, a folder holding it or the start of a path inside it."""
+    return all(map(fnmatch.fnmatchcase, out_dir.parts, pattern.parts))  # as far as the shorter of the two goes
