@@ -177,3 +177,30 @@ def test_a_kaldi_block_with_a_column_the_blocks_before_it_lack_is_refused(tmp_pa
             write(first)
             write(second.with_columns({"x": [0.0] * second.num_hypotheses}))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("run", [1, 2, 7, 100_000])
+def test_the_top_level_1best_is_sorted_by_id_a_run_of_lines_at_a_time_as_a_whole_sort_would(tmp_path: Path,
+                                                                                           run: int) -> None:
+    from rescorer.io import espnet
+
+    ids = [f"utt{k % 13}-{k % 5}" for k in range(40)]  # ids met more than once keep their order
+    lines = [f"{i} text {k}\n".encode() for k, i in enumerate(ids)] + [b"lone\n"]  # an empty text: no space
+    (tmp_path / "in").write_bytes(b"".join(lines))
+    espnet.sort_lines(tmp_path / "in", tmp_path / "out", run)
+    expected = sorted(lines, key=lambda line: line.split()[0])  # Python's sort is stable
+    assert (tmp_path / "out").read_bytes() == b"".join(expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]  # the spilled runs are gone
+
+
+def test_a_decode_directory_out_of_id_order_writes_its_1best_sorted_whatever_the_run(tmp_path: Path, monkeypatch):
+    from rescorer.io import espnet
+
+    nbest = read_nbest(DEMO / "dev_other")
+    nbest = nbest.with_utterances(nbest.utterances[::-1])
+    write_nbest(nbest, tmp_path / "whole", "espnet2")
+    monkeypatch.setattr(espnet, "SORT_RUN", 3)
+    write_nbest(nbest, tmp_path / "runs", "espnet2")
+    assert tree(tmp_path / "runs") == tree(tmp_path / "whole")
+    ids = [line.split()[0] for line in (tmp_path / "runs" / "text").read_text().splitlines()]
+    assert ids == sorted(ids) and len(ids) == len(nbest)

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -16,6 +19,8 @@ from .common import (KeyedLines, find_key, format_number, id_lines, json_score, 
                      require_ranks, blocks_of)
 from .format import Sample
 from .target import Target
+
+SORT_RUN = 100_000  # lines of a top-level 1-best file sorted in memory at a time
 
 _RANK_DIR = re.compile(r"^(\d+)best_recog$")
 _TARGET = re.compile(r"^target1\[(\d+)\]$")
@@ -255,10 +260,28 @@ def _write_1best(tmp: Path, in_order: bool) -> None:
         elif in_order:
             shutil.copyfile(source, tmp / name)
         else:
-            with source.open("rb") as rows:
-                lines = rows.readlines()
-            lines.sort(key=lambda line: line[: line.index(b" ")])  # UTF-8 sorts as its text does
-            (tmp / name).write_bytes(b"".join(lines))
+            sort_lines(source, tmp / name, SORT_RUN)
+
+
+def sort_lines(source: Path, target: Path, run: int) -> None:
+    """The lines of ``source`` sorted by id (the bytes before the first space: UTF-8 sorts as its text does; lines
+    of one id keep their order) into ``target``, holding ``run`` lines at a time: sorted runs, spilled beside
+    ``target`` and merged."""
+    with contextlib.ExitStack() as stack, source.open("rb") as rows:
+        runs = []
+        while chunk := list(itertools.islice(rows, run)):
+            chunk.sort(key=_id_of)
+            spill = stack.enter_context(tempfile.TemporaryFile(dir=target.parent))
+            spill.writelines(chunk)
+            spill.seek(0)
+            runs.append(spill)
+            del chunk
+        with target.open("wb") as out:
+            out.writelines(heapq.merge(*runs, key=_id_of))
+
+
+def _id_of(line: bytes) -> bytes:
+    return line.partition(b" ")[0].rstrip(b"\n")
 
 
 def _value(target: Target, hyp: Hypothesis, column: str) -> str:
