@@ -17,6 +17,7 @@ three times, and the apply's input MB/s is reported against it (medians). Writes
 ``benchmarks/results/apply_scale.json``.
 
     python benchmarks/scale.py apply [50000 200000 1000000]
+    python benchmarks/scale.py apply --only "one fairseq file" 1000000   # one layout again, its rows replaced
 
 The student run applies a tuned.yaml with the shipped student to U real LibriSpeech 10-best lists (the shared
 ESPnet 30-best lists cut into windows, as the Ray benchmark builds them) in shards of 10,000 utterances, through
@@ -41,21 +42,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "recipes" / "demo" / "data"
-RUN = """
-import sys, time, json, resource, rescorer
+PEAK = """
+import resource
+
+def peak_mb():
+    \"\"\"This program's own peak resident set (VmHWM): ru_maxrss also counts the parent's, as it was at the fork.\"\"\"
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+RUN = PEAK + """
+import sys, time, json, rescorer
 start = time.perf_counter()
 out = sys.argv[3] if len(sys.argv) > 3 else None
 result = rescorer.rescore(dev=sys.argv[1], sets={"test": sys.argv[2]}, scorers={}, base="score",
                           columns={"ctc": {"range": [0, 1], "step": 0.1}}, bootstrap=1000, out_dir=out, retune=None)
 if out is None:  # the re-ranked lists are made as they are written, or here: both runs make them
     [len(nbest) for nbest in result.nbests.values()]
-print(json.dumps({"seconds": time.perf_counter() - start,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({"seconds": time.perf_counter() - start, "peak_mb": peak_mb()}))
 """
 
 
-APPLY = """
-import sys, time, json, resource
+APPLY = PEAK + """
+import sys, time, json
 start = time.perf_counter()
 import rescorer, rescorer.pipeline  # loaded before the clock starts, as json is before json.loads is timed
 loaded = time.perf_counter()
@@ -65,7 +76,7 @@ if spelling == "inputs":
 else:  # the data.sets spelling: the same file as a named set
     rescorer.apply({"test": {"nbest": source}}, tuned, out_dir=out)
 print(json.dumps({"seconds": time.perf_counter() - loaded, "import_seconds": loaded - start,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_mb": peak_mb()}))
 """
 # The inputs every size is applied to: (name, how it is built from the JSONL shards, how it is given)
 LAYOUTS = (("JSONL shards", None, "inputs"), ("one JSONL file", "jsonl", "inputs"),
@@ -141,9 +152,10 @@ def run_apply(tuned: Path, source: Path, out: Path, spelling: str) -> dict:
     return found
 
 
-def apply_rows(sizes: list[int]) -> None:
-    """Each size applied as each of :data:`LAYOUTS`: seconds, peak memory and input MB/s; for the JSONL shards
-    against json.loads of the same files, the median of :data:`REPEATS` runs of each, taken in turns."""
+def apply_rows(sizes: list[int], only: list[str] | None = None) -> None:
+    """Each size applied as each of :data:`LAYOUTS` (``only``: those named, their rows replacing the same ones of the
+    results written before): seconds, peak memory and input MB/s; for the JSONL shards against json.loads of the same
+    files, the median of :data:`REPEATS` runs of each, taken in turns."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tuned = tuned_file(Path(tmp))
@@ -153,7 +165,7 @@ def apply_rows(sizes: list[int]) -> None:
             paths = [shards / f"part{k:04d}.jsonl" for k in range(-(-size // SHARD))]
             input_mb = sum(build(min(SHARD, size - k * SHARD), path, 3, k * SHARD)
                              for k, path in enumerate(paths)) / 2**20
-            for layout, fmt, spelling in LAYOUTS:
+            for layout, fmt, spelling in (entry for entry in LAYOUTS if not only or entry[0] in only):
                 source = shards if fmt is None else converted(paths, fmt, Path(tmp) / f"all{size}.{fmt}")
                 repeats = REPEATS if fmt is None else 1
                 floors, runs = [], []
@@ -178,7 +190,16 @@ def apply_rows(sizes: list[int]) -> None:
                 if fmt is not None and spelling == "inputs" and fmt != "jsonl":
                     subprocess.run(["rm", "-rf", str(source)], check=True)
             subprocess.run(["rm", "-rf", str(shards), *map(str, Path(tmp).glob(f"all{size}.*"))], check=True)
-    save("apply_scale.json", sizes, "apply ", rows,
+    command = (f"python benchmarks/scale.py apply {' '.join(f'--only {layout!r}' for layout in only or [])} "
+               + " ".join(map(str, sizes))).replace("  ", " ")
+    if only:  # the other rows as measured before, this run's in their place
+        before = json.loads((ROOT / "benchmarks" / "results" / "apply_scale.json").read_text())
+        done = {(row["layout"], row["utterances"]) for row in rows}
+        order = [layout for layout, _, _ in LAYOUTS]
+        rows = sorted([row for row in before["rows"] if (row["layout"], row["utterances"]) not in done] + rows,
+                      key=lambda row: (row["utterances"], order.index(row["layout"])))
+        command = f"{before['command']}; then {command}"
+    save("apply_scale.json", command, rows,
          f"per size: U utterances × 10 hypotheses built as JSONL shards of {SHARD:,} utterances, and the same "
          "utterances converted to one JSONL file, one ESPnet2 decode directory and one fairseq file; each re-ranked "
          "with a tuned.yaml tuned on the word count (no LM) in a fresh process (task.inputs, and the JSONL file also "
@@ -212,15 +233,15 @@ def student_row(utterances: int) -> None:
            "shards": -(-len(cut) // SHARD), "threads": 1, "seconds": round(seconds, 1), "peak_mb": round(peak, 1),
            "texts_per_s": round(distinct / seconds, 1), "hypotheses_per_s": round(sum(len(u.hyps) for u in cut) / seconds, 1)}
     print(row, flush=True)
-    save("apply_student.json", [utterances], "student ", [row],
+    save("apply_student.json", f"python benchmarks/scale.py student {utterances}", [row],
          "real LibriSpeech 10-best lists (the shared ESPnet 30-best lists cut into windows), the shipped student, "
          "one torch thread, a fresh store: each distinct text scored once, texts seen before answered by the store")
 
 
-def save(name: str, sizes: list[int], mode: str, rows: list[dict], note: str) -> None:
+def save(name: str, command: str, rows: list[dict], note: str) -> None:
     result = {"date": str(date.today()), "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
               "python": platform.python_version(),
-              "command": f"python benchmarks/scale.py {mode}" + " ".join(map(str, sizes)), "note": note, "rows": rows}
+              "command": command, "note": note, "rows": rows}
     path = ROOT / "benchmarks" / "results" / name
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {path}")
@@ -246,7 +267,7 @@ def main(sizes: list[int]) -> None:
                          "seconds": round(written["seconds"], 2), "seconds_without_writing": round(unwritten["seconds"], 2),
                          "writing_share": round(write_share, 3)})
             print(" | ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
-    save("scale.json", sizes, "", rows, "per size: a dev and a test list of U utterances × 10 hypotheses (both "
+    save("scale.json", "python benchmarks/scale.py " + " ".join(map(str, sizes)), rows, "per size: a dev and a test list of U utterances × 10 hypotheses (both "
          "counted in input_mb), tuned on ctc over 11 weights, 1,000 bootstrap resamples")
 
 
@@ -254,6 +275,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["student"]:
         student_row(int(sys.argv[2]) if len(sys.argv) > 2 else 50000)
     elif sys.argv[1:2] == ["apply"]:
-        apply_rows([int(a) for a in sys.argv[2:]] or [50000, 200000, 1000000])
+        words = sys.argv[2:]
+        only = [words[k + 1] for k, word in enumerate(words) if word == "--only"]
+        numbers = [int(w) for k, w in enumerate(words) if w != "--only" and (k == 0 or words[k - 1] != "--only")]
+        apply_rows(numbers or [50000, 200000, 1000000], only)
     else:
         main([int(a) for a in sys.argv[1:]] or [12500, 25000, 50000])
