@@ -1,4 +1,4 @@
-# `make demo`, `make test` and `make docs` each set up .venv on a fresh machine first.
+# `make demo`, `make test`, `make test-all` and `make docs` each set up .venv on a fresh machine first.
 PYTHON ?= python3
 # The CPU wheel this workplace serves locally; `make TORCH=torch` takes whatever pip picks (e.g. a CUDA build).
 TORCH  ?= torch==2.13.0
@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast docs bench gpu-wheels clean
+.PHONY: setup demo test test-all docs bench gpu-wheels clean
 
 setup: $(STAMP)
 
@@ -40,12 +40,13 @@ demo: setup
 # each than on all threads in turn; tests that start Ray run in one worker, one after another.
 PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto --dist loadgroup
 
+# The suite but the tests marked slow (setup.cfg: Ray clusters, the GPU script's rehearsal, the wheel, training, the
+# documentation's examples, whole runs over the real data), which test-all (and CI) runs too.
 test: setup
-	$(PYTEST)
-
-# The suite without the tests marked slow (setup.cfg).
-test-fast: setup
 	$(PYTEST) -m "not slow"
+
+test-all: setup
+	$(PYTEST)
 
 # The documentation site: regenerate the pages made from conf/ and benchmarks/results/*.json, then build into site/
 # (--strict: a broken link, anchor or snippet, or a page missing from the navigation, fails the build).

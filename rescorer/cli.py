@@ -122,7 +122,7 @@ def check_command_line(args: list[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
-    from .errors import check_known
+    from .errors import ConfigError, check_known
     from .tasks import CONF
 
     parsed = hydra_arguments(args)
@@ -145,14 +145,21 @@ def check_command_line(args: list[str]) -> None:
         for pick in picks:
             check_known(pick.key_or_group, picked_options(pick), groups[pick.key_or_group])
         chosen = [first_choice(o) for o in picks]
-        cfg = composed_config(dirs, parsed.config_name or "config", chosen)
     values = [o for o in overrides if o not in picks and not o.is_hydra_override()]
-    for override in values:
-        check_key(cfg, override, groups)
-    if values:
-        with one_line_refusals():  # a value that does not merge: a list where the config has a mapping
-            composed_config(dirs, parsed.config_name or "config",
-                            [*chosen, *(o.input_line for o in values if not o.is_sweep_override())])
+    name = parsed.config_name or "config"
+    try:  # where every value merges and none adds a key or sweeps, this one composition has checked every key
+        with one_line_refusals():
+            composed_config(dirs, name, [*chosen, *(o.input_line for o in values if not o.is_sweep_override())])
+        refused = None
+    except ConfigError as err:
+        refused = err
+    if refused or any(o.is_add() or o.is_force_add() or o.is_sweep_override() for o in values):
+        with one_line_refusals():  # the config the values are given to, to name a misspelt key and its choices
+            cfg = composed_config(dirs, name, chosen)
+        for override in values:
+            check_key(cfg, override, groups)
+    if refused:
+        raise refused
     check_run_dir(overrides, parsed.multirun)
 
 
