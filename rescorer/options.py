@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
+import types
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, Collection, Mapping
+from typing import Annotated, Any, Collection, Mapping, Union, get_args, get_origin, get_type_hints
+
+import msgspec
 
 from .errors import ConfigError, UnknownNameError, short_repr
 
@@ -123,3 +127,75 @@ class RunOptions:
     def of(cls, values: Mapping[str, Any], prefix: str = "") -> "RunOptions":
         """The run options among ``values`` (other keys are not read), each checked; errors name ``prefix`` + key."""
         return cls(**{key: value for key, value in checked(prefix, values, RUN).items() if key in RUN})
+
+
+Finite = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]  # a number, not inf or NaN
+Count = Annotated[int, msgspec.Meta(ge=0)]
+WORDS = {"float": "a number", "int": "an integer", "str": "a string", "object": "a mapping", "array": "a list",
+         "bool": "true or false", "null": "null"}  # msgspec's names of JSON types, as an error says them
+_PROBLEM = re.compile(r"(?P<what>.*?)(?: - at (?P<of_key>`key` in )?`\$(?P<path>.*)`)?")
+_STEP = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")
+
+
+def typed(value: Any, schema: Any) -> Any:
+    """``value`` (as YAML or JSON loads it) converted to ``schema`` (a msgspec Struct, whose fields declare each key's
+    type); a value that does not fit is one :class:`ConfigError` naming its key (``columns.ctc.weight``), what it must
+    be and what it is, and an unknown key is an :class:`UnknownNameError` with the keys that fit there."""
+    try:
+        return msgspec.convert(value, schema)
+    except msgspec.ValidationError as err:
+        found = _PROBLEM.fullmatch(str(err))
+        keys, node, kind = _located(value, schema, _STEP.findall(found["path"] or ""))
+        where, what = ".".join(keys), found["what"]
+        if unknown := re.fullmatch(r"Object contains unknown field `(.*)`", what):
+            raise UnknownNameError(f"{where} key" if where else "key", unknown[1],
+                                   list(get_type_hints(kind))) from None
+        if invalid := re.fullmatch(r"Invalid enum value '(.*)'", what):
+            raise UnknownNameError(f"{where} key", invalid[1], get_args(get_args(kind)[0])) from None
+        if missing := re.fullmatch(r"Object missing required field `(.*)`", what):
+            raise ConfigError(f"{where or 'it'} has no {missing[1]}, which it needs") from None
+        expected = re.match(r"Expected `([^`]*)`(.*?)(?:, got `|$)", what)
+        if expected is None:
+            raise ConfigError(f"{where}: {what}") from None
+        bound = expected[2].strip().replace(">=", "≥").replace("<=", "≤")
+        words = "a number" if bound.endswith("e+308") else " or ".join(
+            WORDS.get(name, name) for name in expected[1].split(" | ")) + (f" {bound}" if bound else "")
+        if found["of_key"]:  # a mapping's key: the first that does not fit
+            where, node = f"each key of {where}", next(k for k in node if not _fits(k, get_args(kind)[0]))
+        raise ConfigError(f"{where} must be {words}, not {short_repr(node)}") from None
+
+
+def _inner(kind: Any) -> Any:
+    """``kind`` without ``Optional`` or ``Annotated`` around it."""
+    while getattr(kind, "__metadata__", None) is not None or (
+            get_origin(kind) in (Union, types.UnionType) and type(None) in get_args(kind)):
+        kind = next(arg for arg in get_args(kind) if arg is not type(None))
+    return kind
+
+
+def _located(value: Any, kind: Any, steps: list[tuple[str, str]]) -> tuple[list[str], Any, Any]:
+    """The keys along msgspec's error path (``$.scorers[...].signature``: a mapping's key is given as ``[...]``, found
+    here as the first of its items that does not fit), the value there and its declared type."""
+    keys = []
+    for name, index in steps:
+        kind = _inner(kind)
+        if name:
+            kind, value = get_type_hints(kind, include_extras=True)[name], value.get(name)
+            keys.append(name)
+        elif index == "...":
+            kind = get_args(kind)[1]
+            key = next(k for k, item in value.items() if not _fits(item, kind))
+            keys.append(str(key))
+            value = value[key]
+        else:
+            kind, value = get_args(kind)[0], value[int(index)]
+            keys[-1:] = [f"{keys[-1] if keys else ''}[{index}]"]
+    return keys, value, _inner(kind)
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError:
+        return False
+    return True

@@ -9,8 +9,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping, Optional
 
+import msgspec
 import yaml
 
 from ..combine import Column
@@ -19,7 +20,7 @@ from ..errors import ConfigError, NBestFormatError, check_known
 from ..log import warning
 from ..metrics import Metric, make_metric
 from ..safetext import visible
-from ..options import Option
+from ..options import Count, Finite, Option, typed
 from ..scorers import KINDS, option_names
 from ..version import TOOL, __version__
 from .portable import Models, check_moved, located_model, portable_model
@@ -32,11 +33,51 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
                       "scale", "loaded", "grammar"})
-TOP = {"rescorer": Option("text"), "data": Option("text"), "tuned_on": Option("text"), "search": Option("text"),
-       "metric": Option("mapping"), "dev": Option("mapping", null=True), "lists": Option("mapping", null=True),
-       "base": Option("mapping"),
-       "columns": Option("mapping"), "scorers": Option("mapping")}
-LISTS = ("utterances", "hypotheses", "depth")  # what a tuned file records of its tuning lists
+
+
+class ScorerRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """``scorers.NAME`` of a tuned file: how to load the scorer again (checked by :func:`checked_spec`) and the
+    signature of the one tuned with."""
+
+    signature: str
+    spec: Optional[dict[str, Any]] = None
+
+
+class Penalised(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A column's length penalty in a tuned file (:class:`~rescorer.combine.Column`)."""
+
+    penalty: str = "auto"
+    alpha: Finite = 1.0
+
+
+class BaseRecord(Penalised, kw_only=True):
+    """``base`` of a tuned file: the toolkit's column, weight 1."""
+
+    name: str = "score"
+
+
+class ColumnRecord(Penalised, kw_only=True):
+    """``columns.NAME`` of a tuned file."""
+
+    weight: Finite
+
+
+class TunedRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """What a tuned file holds, key by key (:meth:`Tuned.to_yaml` writes it)."""
+
+    base: BaseRecord
+    columns: dict[str, ColumnRecord]
+    metric: dict[str, Any]
+    scorers: dict[str, ScorerRecord]
+    rescorer: str = ""
+    data: str = "data"
+    tuned_on: str = "dev"
+    search: str = "fast"
+    dev: Optional[dict[str, Finite]] = None
+    lists: Optional[dict[Literal["utterances", "hypotheses", "depth"], Count]] = None
+    """The tuning lists: ``utterances``, ``hypotheses`` and ``depth`` (the most hypotheses of an utterance)."""
+
+
 HEADER = ("# A tuned rescorer, written by `rescorer task=rescore`. Apply it to new N-best lists (references optional):\n"
           "#   rescorer task=apply task.tuned={path} data=own data.sets.test.nbest=NEW_LIST\n")
 
@@ -99,25 +140,15 @@ class Tuned:
         if not isinstance(doc, dict) or not {"base", "columns", "metric", "scorers"} <= set(doc):
             raise ConfigError(f"{path}: not a tuned.yaml (it needs base, columns, metric and scorers)")
         try:
-            check_known("key", doc, TOP)
-            for key, option in TOP.items():
-                if key in doc:
-                    option.check(key, doc[key])
-            dev = {str(k): Option("number").check(f"dev.{k}", v) for k, v in (doc.get("dev") or {}).items()}
-            check_known("lists key", doc.get("lists") or {}, LISTS)
-            lists = {str(k): Option("integer", low=0).check(f"lists.{k}", v) for k, v in (doc.get("lists") or {}).items()}
-            columns, weights = [], {}
-            for name, spec in doc["columns"].items():
-                spec = dict(Option("mapping").check(f"columns.{name}", spec))
-                weights[str(name)] = Option("number").check(f"columns.{name}.weight", spec.pop("weight", None))
-                columns.append(Column.of(str(name), spec))
-            base = dict(doc["base"])
-            scorers = {str(name): scorer_entry(entry, str(name)) for name, entry in doc["scorers"].items()}
-            metric = dict(doc["metric"])
-            make_metric(**metric)  # refuse an unknown metric or option now
-            return cls(Column.of(Option("text").check("base.name", base.pop("name", "score")), base), tuple(columns), weights, metric, scorers,
-                       str(doc.get("tuned_on", "dev")), str(doc.get("data", "data")), str(doc.get("search", "fast")),
-                       str(doc.get("rescorer", "")), dev, lists)
+            record = typed(doc, TunedRecord)
+            make_metric(**record.metric)  # refuse an unknown metric or option now
+            base, columns = record.base, record.columns
+            return cls(Column(base.name, base.penalty, base.alpha),
+                       tuple(Column(name, column.penalty, column.alpha) for name, column in columns.items()),
+                       {name: column.weight for name, column in columns.items()}, record.metric,
+                       {name: scorer_entry(entry, name) for name, entry in record.scorers.items()},
+                       record.tuned_on, record.data, record.search, record.rescorer, record.dev or {},
+                       record.lists or {})
         except (ConfigError, TypeError) as err:
             raise ConfigError(f"{path}: {err}") from None
 
@@ -253,17 +284,15 @@ def _surrogate(text: str) -> str | None:
     return found and f"a lone surrogate escape {found[0].encode('unicode_escape').decode()} is not valid Unicode"
 
 
-def scorer_entry(entry: Any, name: str) -> dict[str, Any]:
-    """``scorers.NAME`` of a tuned file: its ``spec`` (checked by :func:`checked_spec`) and ``signature``."""
-    entry = Option("mapping").check(f"scorers.{name}", entry)
-    check_known(f"scorers.{name} key", entry, ("spec", "signature"))
-    Option("text").check(f"scorers.{name}.signature", entry.get("signature"))
-    spec = checked_spec(entry.get("spec"), name)
-    parts = entry["signature"].split("|")
+def scorer_entry(entry: ScorerRecord, name: str) -> dict[str, Any]:
+    """``scorers.NAME`` of a tuned file: its ``spec`` (checked by :func:`checked_spec`) and ``signature``, which must
+    be a whole signature of the spec's kind."""
+    spec = checked_spec(entry.spec, name)
+    parts = entry.signature.split("|")
     if (spec and parts[0] != spec["kind"]) or not parts[-1].startswith(f"{TOOL.partition(':')[0]}:"):
         raise ConfigError(f"scorers.{name}.signature is not a whole {spec['kind'] if spec else 'scorer'} signature "
-                          f"(cut short or edited?): {entry['signature'][:80]!r}")
-    return {"spec": spec, "signature": entry["signature"]}
+                          f"(cut short or edited?): {entry.signature[:80]!r}")
+    return {"spec": spec, "signature": entry.signature}
 
 
 def checked_spec(spec: Any, name: str) -> dict[str, Any] | None:
@@ -272,7 +301,7 @@ def checked_spec(spec: Any, name: str) -> dict[str, Any] | None:
     if spec is None:
         return None
     where = f"scorers.{name}.spec"
-    spec = dict(Option("mapping").check(where, spec))
+    spec = dict(spec)
     for key in spec:
         if key in RUN_KEYS and not (key == "trust_remote_code" and spec[key] is False):  # false asks for nothing
             why = ("a tuned file never runs code" if key == "trust_remote_code" else

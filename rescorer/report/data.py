@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence
 
-import msgspec
-
 from ..combine import Column
 from ..errors import ConfigError
 from ..metrics import Metric
+from ..options import typed
 from ..version import TOOL, signature as signed
 
 
@@ -38,8 +37,8 @@ class Record:
         """The record ``data`` holds, checked against the type hints (nested records included; keys it does not
         define, such as ``non_finite``, are passed over); a value of the wrong type is one line naming its path."""
         try:
-            return msgspec.convert(data, cls)
-        except msgspec.ValidationError as err:
+            return typed(data, cls)
+        except ConfigError as err:
             raise ConfigError(f"a {cls.__name__}: {err}") from None
 
 
