@@ -100,6 +100,47 @@ def test_a_staged_run_resumes_where_it_stopped(trained, tmp_path):
     assert one_go["curve"][-1]["dev_mse"] == pytest.approx(second["curve"][-1]["dev_mse"], rel=1e-4)
 
 
+def test_a_causal_lm_teacher_is_distilled_into_an_encoder_by_its_total_per_student_token(tiny_models, tmp_path):
+    """A log-likelihood teacher (another tokenizer than the student's): each text's targets are the teacher's total
+    spread over the student's own tokens, so they sum to it; they come through the store; training fits them."""
+    from transformers import AutoTokenizer
+
+    from rescorer.train.distill import teacher_targets
+
+    teacher = dict(kind="ll", model=str(tiny_models["gpt2"]), case="sentence", append_period=True,
+                   store=str(tmp_path / "store.sqlite"), device="cpu")
+    cfg = DistillConfig(teacher=teacher, texts=demo_texts()[:120], out_dir=str(tmp_path / "ll"),
+                        init=str(tiny_models["bert"]), epochs=8, batch_size=16, lr=1e-3, eval_every=5,
+                        patience=100, dev_fraction=0.2, device="cpu", progress=False)
+    targets, scorer, init = teacher_targets(cfg)
+    assert init == str(tiny_models["bert"]) and scorer.kind == "ll"
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models["bert"])
+    for text, values in targets.train[:20] + targets.dev[:5]:
+        assert len(values) == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        assert values.sum() == pytest.approx(scorer.compute([text], normalise=False).totals[0], rel=1e-6)
+    result = distill(cfg)
+    assert result["teacher"] == scorer.signature and scorer.compute(cfg.texts).stats.rows_computed == 0
+    curve = result["curve"]
+    assert curve[-1]["train_mse"] < 0.6 * curve[1]["train_mse"], curve
+    info = json.loads((Path(result["student"]) / "config.json").read_text())["rescorer_student"]
+    assert info["teacher"].startswith("ll|")
+
+
+def test_a_teacher_the_student_cannot_follow_is_one_line(tiny_models, tmp_path):
+    """A causal teacher with no encoder to start from, a token-level student on another tokenizer and a teacher
+    that reads context are each refused, naming what to change."""
+    from rescorer.train.distill import teacher_targets
+
+    ll = dict(kind="ll", model=str(tiny_models["gpt2"]), store=None, device="cpu")
+    common = dict(texts=demo_texts()[:40], out_dir=str(tmp_path / "out"), device="cpu", progress=False)
+    with pytest.raises(ConfigError, match=re.escape("task.init: the student of a ll teacher needs an encoder")):
+        teacher_targets(DistillConfig(teacher=ll, **common))
+    with pytest.raises(ConfigError, match="a token-level student needs the teacher's tokenizer"):
+        teacher_targets(DistillConfig(teacher=ll, init=str(tiny_models["bert"]), level="token", **common))
+    with pytest.raises(ConfigError, match="reads the utterances before each text"):
+        teacher_targets(DistillConfig(teacher={**ll, "context": {"utterances": 2}}, init=str(tiny_models["bert"]), **common))
+
+
 def test_a_student_normalises_as_it_was_trained_unless_told_otherwise_which_it_refuses(trained):
     _, _, runs = trained
     path = runs["sentence"][1]["student"]

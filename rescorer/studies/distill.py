@@ -1,4 +1,5 @@
-"""Distillation, the study ``rescorer task=distill`` runs: train a maskless student on a PLL teacher (resumable),
+"""Distillation, the study ``rescorer task=distill`` runs: train a maskless student on a teacher (a masked LM's PLL or
+a causal LM's log-likelihood; resumable),
 then compare the two on every hypothesis of the given N-best sets (held out from training): Pearson r, mean absolute
 error, a scatter plot."""
 from __future__ import annotations
@@ -46,7 +47,7 @@ def read_paths(task: dict[str, Any], heldout: Mapping[str, NBestSet]) -> list[st
 def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], student_dir: Path,
             sets: Mapping[str, NBestSet], seen: set[str], out: Path) -> dict:
     """Student against teacher on every distinct hypothesis of each set not seen in training; the correlation of
-    the teacher's PLL with the token count alone is the baseline a student must beat."""
+    the teacher's score with the token count alone is the baseline a student must beat."""
     teacher = load_scorer(**{**engine, **teacher_options})
     student = load_scorer("student", str(student_dir), **engine, case=teacher_options.get("case", "keep"),
                           append_period=teacher_options.get("append_period", False))
@@ -59,7 +60,7 @@ def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], stude
         results[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
                          "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
                          "length_pearson": float(np.corrcoef(x, length)[0, 1]),
-                         "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher PLL", "student PLL",
+                         "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher score", "student score",
                                                   name))}
     return results
 
@@ -105,6 +106,6 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
                               f"{out / 'student'} (rerun to export it)") from err
         info(f"distill: shipped form in {task['export']}: {report['export']['bytes'] / 1e6:.1f} MB, "
               f"largest weight error {report['export']['max_weight_error']:.1e}")
-    write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher PLL (held out)")
+    write_report(out, report, ["texts", "pearson", "length_pearson", "mae", "teacher_mean"], "student vs teacher score (held out)")
     (out / "curve.json").write_text(record_text(result["curve"], indent=1) + "\n")
     return report

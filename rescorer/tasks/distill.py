@@ -1,4 +1,4 @@
-"""``rescorer task=distill``: train a maskless student on a PLL teacher, then compare the two on ``data``
+"""``rescorer task=distill``: train a maskless student on a teacher (pll or ll), then compare the two on ``data``
 (:func:`rescorer.studies.distill.distill_student`)."""
 from __future__ import annotations
 

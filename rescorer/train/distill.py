@@ -1,10 +1,11 @@
-"""Distil a PLL teacher into a one-pass student (Salazar et al. 2020, §2.2, §3.6).
+"""Distil a teacher into a one-pass student (Salazar et al. 2020, §2.2, §3.6).
 
-The teacher's PLLs (sentence totals and per-token log-probs) come through the score store, so they are
-computed once and reused. The student starts from an encoder (by default the teacher's own) with a
-one-output head and is trained with MSE on standardised targets — the sentence's mean PLL per token
-(``sentence``; × the token count, which the student knows exactly, gives PLL) or each token's log-prob
-(``token``). Adam; after every ``eval_every`` steps the dev split's MSE picks the best checkpoint and
+The teacher is any scorer of sentences: a masked LM's PLL (the paper's) or a causal LM's log-likelihood. Its scores
+(sentence totals and per-token log-probs) come through the score store, so they are computed once and reused. The
+student starts from an encoder (by default the teacher's own, where the teacher is one) with a one-output head and
+is trained with MSE on standardised targets — the teacher's total per student token (``sentence``; × the student's
+token count, which it knows exactly, gives the total) or each token's log-prob (``token``: the teacher's tokenizer
+only). Adam; after every ``eval_every`` steps the dev split's MSE picks the best checkpoint and
 ``patience`` evaluations without improvement stop training. The run is an objective of ``train.loop``:
 stopped by ``max_seconds`` (evaluated there), the next run resumes from ``out_dir/last``.
 """
@@ -28,9 +29,9 @@ from .loop import Limits, Objective, optimise, start_run, train
 
 @dataclass
 class DistillConfig:
-    teacher: Mapping[str, Any]          # load_scorer options of the PLL teacher (kind pll, model, variant, …)
+    teacher: Mapping[str, Any]          # load_scorer options of the teacher (kind pll or ll, model, variant, …)
     out_dir: str
-    init: str | None = None             # the student's starting encoder (default: the teacher's model)
+    init: str | None = None             # the student's starting encoder (default: a pll teacher's own model)
     level: str = "sentence"             # sentence | token
     epochs: int = 10
     batch_size: int = 32
@@ -54,7 +55,8 @@ def is_dev(text: str, fraction: float) -> bool:
 
 @dataclass
 class Targets:
-    """Normalised texts with the teacher's per-token log-probs, split into train and dev."""
+    """Normalised texts with their targets per student token, split into train and dev: the teacher's log-probs
+    (``token``) or its total spread evenly (``sentence``), so that they sum to the teacher's total either way."""
 
     train: list[tuple[str, np.ndarray]]
     dev: list[tuple[str, np.ndarray]]
@@ -66,31 +68,57 @@ class Targets:
         return float(values.mean()), float(values.std() or 1.0)
 
 
-def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any]:
-    """The teacher's per-token PLLs of the distinct training texts (through its store), split; and the teacher."""
+def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
+    """The teacher's scores of the distinct training texts (through its store) as targets per student token, split;
+    the teacher; and the encoder the student starts from."""
     teacher = load_scorer(**{**cfg.engine, "progress": cfg.progress, **cfg.teacher})
-    if teacher.kind != "pll":
-        raise ConfigError(f"task.teacher must be a masked-LM PLL scorer (kind pll), not {teacher.kind!r}")
+    if teacher.context is not None:
+        raise ConfigError(f"task.teacher: a {teacher.kind} teacher reads the utterances before each text, which plain "
+                          "training texts do not have: distil pll or ll")
+    init = cfg.init or (teacher.adapter.model_name if teacher.kind == "pll" else None)
+    if init is None:
+        raise ConfigError(f"task.init: the student of a {teacher.kind} teacher needs an encoder to start from (the "
+                          "teacher is none): name one, e.g. task.init=${model.masked.path}")
     texts = list(dict.fromkeys(t for t in cfg.texts if t.strip()))
     if len(texts) < 10:
         raise ConfigError(f"distillation needs at least 10 distinct training texts, got {len(texts)}")
     results = teacher.compute(texts)
-    pairs = [(text, np.asarray(tokens, dtype=np.float64)) for text, tokens in zip(results.texts, results.tokens)
-             if tokens]
+    counts = student_token_counts(init, results.texts)
+    pairs = []
+    for text, total, tokens, count in zip(results.texts, results.totals, results.tokens, counts):
+        if not tokens or not count:
+            continue
+        if cfg.level == "sentence":
+            pairs.append((text, np.full(count, total / count)))
+        elif len(tokens) == count:
+            pairs.append((text, np.asarray(tokens, dtype=np.float64)))
+        else:
+            raise ConfigError(f"the student's tokenizer ({init}) splits {text!r} into {count} tokens, the teacher's "
+                              f"into {len(tokens)}: a token-level student needs the teacher's tokenizer (or "
+                              "task.level=sentence)")
     split = Targets([p for p in pairs if not is_dev(p[0], cfg.dev_fraction)],
                     [p for p in pairs if is_dev(p[0], cfg.dev_fraction)])
     if not split.dev or not split.train:
         raise ConfigError(f"dev_fraction={cfg.dev_fraction} leaves an empty train or dev split of {len(pairs)} texts")
-    return split, teacher
+    return split, teacher, init
+
+
+def student_token_counts(init: str, texts: Sequence[str]) -> list[int]:
+    """How many tokens the student, starting from ``init``, scores in each text (its tokenizer's, specials left
+    out)."""
+    from transformers import AutoTokenizer
+
+    masks = AutoTokenizer.from_pretrained(init)(list(texts), return_special_tokens_mask=True)["special_tokens_mask"]
+    return [len(mask) - sum(mask) for mask in masks]
 
 
 def dev_scorer(cfg: DistillConfig, tokenizer: Any, model: Any, device: str) -> Any:
-    """The student scorer of the model being trained (its PLL predictions on dev)."""
+    """The student scorer of the model being trained (its predictions of the teacher's scores on dev)."""
     return load_scorer("student", cfg.out_dir, device=device, loaded=(tokenizer, model), progress=False)
 
 
 class Distillation(Objective):
-    """A one-pass student regressing a PLL teacher's (standardised) scores; dev MSE picks the best."""
+    """A one-pass student regressing a teacher's (standardised) scores; dev MSE picks the best."""
 
     name = "distill"
     metrics = ("train_mse",)
@@ -103,11 +131,10 @@ class Distillation(Objective):
             raise ConfigError(f"task.level must be one of {', '.join(LEVELS)}, not {cfg.level!r}")
         self.cfg, self.seed = cfg, cfg.seed
         self.device = resolve_device(cfg.device)
-        self.targets, teacher = teacher_targets(cfg)
+        self.targets, teacher, self.init = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
                      "normaliser": teacher.normaliser.signature}
-        self.init = cfg.init or teacher.adapter.model_name
 
     def setup(self, resume: Path | None) -> None:
         import torch
@@ -168,7 +195,7 @@ class Distillation(Objective):
         return {"train_mse": float(loss.detach())}
 
     def evaluate(self) -> dict[str, float]:
-        """Dev MSE (standardised units) and the student's PLL against the teacher's on the dev split."""
+        """Dev MSE (standardised units) and the student's scores against the teacher's on the dev split."""
         import torch
 
         dev = self.targets.dev
@@ -186,7 +213,7 @@ class Distillation(Objective):
 
 def distill(cfg: DistillConfig, objective: Distillation | None = None,
             options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Train (or resume training) a student by regression on the teacher's PLLs, or by another ``objective``
+    """Train (or resume training) a student by regression on the teacher's scores, or by another ``objective``
     (its ``options`` recorded with the run); ``out_dir/student`` is the best checkpoint so far."""
     recorded = {k: v for k, v in asdict(cfg).items() if k != "texts"}
     out = start_run(cfg.out_dir, {**recorded, "texts": len(cfg.texts), **(options or {})})
