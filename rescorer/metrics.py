@@ -338,27 +338,35 @@ class Perplexity:
                 "words": self.words, "log_score": self.log_score}
 
 
-BOOTSTRAP_BLOCK = 1 << 20  # resampled utterance indices held at once (8 MB of them, and as many counts)
+BOOTSTRAP_BLOCK = 1 << 20  # resampled utterance indices drawn at once (8 MB of them, and their statistics)
 
 
 def paired_bootstrap(stats: NBestStats, baseline: np.ndarray, system: np.ndarray, samples: int = 1000,
                      seed: int = 0, level: float = 0.95) -> dict[str, float]:
     """Confidence interval of metric(system) − metric(baseline), resampling utterances with replacement
     (Koehn 2004); both systems see the same resamples. Also the share of resamples where the system is better."""
-    rows = np.arange(len(baseline))
-    a, b = stats.stats[rows, baseline], stats.stats[rows, system]           # [U, S]
-    rng, block = np.random.default_rng(seed), max(1, BOOTSTRAP_BLOCK // max(len(rows), 1))
-    sums_a, sums_b = [], []
-    for start in range(0, samples, block):  # a block of resamples at a time: memory stays flat as U grows
-        draws = rng.integers(0, len(rows), size=(min(block, samples - start), len(rows)))  # as one call draws
-        counts = np.empty_like(draws)  # [block, U]: how often each utterance is drawn
-        for k, drawn in enumerate(draws):
-            counts[k] = np.bincount(drawn, minlength=len(rows))
-        sums_a.append(counts @ a)
-        sums_b.append(counts @ b)
-    diff = stats.metric.from_stats(np.concatenate(sums_b)) - stats.metric.from_stats(np.concatenate(sums_a))
+    a, b = (np.ascontiguousarray(np.take_along_axis(stats.stats, np.asarray(r, dtype=np.int64)[:, None, None],
+                                                    axis=1)[:, 0].T) for r in (baseline, system))
+    return resampled_change(stats.metric, a, b, samples, seed, level)
+
+
+def resampled_change(metric: Metric, a: np.ndarray, b: np.ndarray, samples: int = 1000, seed: int = 0,
+                     level: float = 0.95) -> dict[str, float]:
+    """:func:`paired_bootstrap` of each utterance's statistics under the baseline (``a``) and the system (``b``),
+    ``[S, U]`` each: U draws of utterances per resample, summed a step at a time, never a row per utterance."""
+    size = a.shape[1]
+    rng = np.random.default_rng(seed)
+    per, step = max(1, BOOTSTRAP_BLOCK // max(size, 1)), min(max(size, 1), BOOTSTRAP_BLOCK)
+    sums = np.zeros((2, len(a), samples), dtype=np.promote_types(a.dtype, np.int64))  # [a or b, S, resample]
+    for start in range(0, samples, per):  # a block of resamples at a time, as one call of size (samples, U) draws
+        stop = min(start + per, samples)
+        for at in range(0, size, step):  # a resample of many utterances in steps: memory stays flat as U grows
+            drawn = rng.integers(0, size, size=(stop - start, min(step, size - at)))
+            sums[0, :, start:stop] += np.take(a, drawn, axis=1).sum(-1)
+            sums[1, :, start:stop] += np.take(b, drawn, axis=1).sum(-1)
+    diff = metric.from_stats(sums[1].T) - metric.from_stats(sums[0].T)
     tail = (1 - level) / 2
-    better = diff > 0 if stats.metric.higher_is_better else diff < 0
+    better = diff > 0 if metric.higher_is_better else diff < 0
     return {"low": float(np.quantile(diff, tail)), "high": float(np.quantile(diff, 1 - tail)),
             "p_better": float(better.mean()), "samples": samples, "level": level}
 

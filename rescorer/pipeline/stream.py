@@ -17,7 +17,7 @@ from ..changes import VERDICTS, Change, changed
 from ..context import groups
 from ..engine import BoundScorer, ScoredTexts
 from ..errors import ConfigError
-from ..metrics import Metric, NBestStats, Perplexity, paired_bootstrap, significance
+from ..metrics import Metric, Perplexity, resampled_change, significance
 from ..options import RunOptions
 from ..report import Interval, SetReport
 from ..io import with_rank
@@ -108,7 +108,7 @@ class Tally:
     verdicts: Counter = field(default_factory=Counter)
     changes: list[Change] = field(default_factory=list)
     judged: bool | None = None
-    stats: list[np.ndarray] = field(default_factory=list)  # each piece's [utterance, (input, rescored) 1-best, stat]
+    stats: list[np.ndarray] = field(default_factory=list)  # each piece's [(input, rescored) 1-best, stat, utterance]
     oracle: np.ndarray | None = None  # the statistics of each piece's oracle 1-bests, summed
     ppl: dict[str, dict[str, Perplexity]] = field(default_factory=dict)
     cut: Counter = field(default_factory=Counter)  # texts whose context was cut to fit the model, by column
@@ -126,7 +126,7 @@ class Tally:
         self.changes += found[: max(self.examples - len(self.changes), 0)]
         if scored.stats is not None:  # kept: what the report needs of each utterance, not every hypothesis' own
             found, rows = scored.stats.stats, np.arange(len(piece))
-            self.stats.append(np.stack([found[rows, 0], found[rows, ranks]], axis=1).astype(np.int32))
+            self.stats.append(np.stack([found[rows, 0], found[rows, ranks]]).transpose(0, 2, 1).astype(np.int32))
             best = found[rows, scored.stats.oracle_ranks()].sum(0)
             self.oracle = best if self.oracle is None else self.oracle + best
         for column, scorer in scorers.items():
@@ -163,17 +163,17 @@ class Tally:
                                for column, found in self.ppl.items()})
         if not self.stats:
             return entry
-        kept, metric = np.concatenate(self.stats), self.metric
-        stats = NBestStats(metric, kept, np.full(len(kept), 2))  # per utterance: the input 1-best, the rescored one
-        base, ranks, scale = stats.baseline_ranks(), np.ones(len(kept), dtype=np.int64), metric.scale
-        ci = paired_bootstrap(stats, base, ranks, samples=run.bootstrap, seed=run.seed)
-        entry.baseline = {metric.name: scale * stats.score(base)}
-        entry.rescored = {metric.name: scale * stats.score(ranks)}
+        kept, metric, scale = np.concatenate(self.stats, axis=2), self.metric, self.metric.scale
+        self.stats = [kept]  # the pieces' statistics once, not twice
+        before, after = (float(metric.from_stats(stats.sum(1))) for stats in kept)
+        ci = resampled_change(metric, kept[0], kept[1], samples=run.bootstrap, seed=run.seed)
+        entry.baseline = {metric.name: scale * before}
+        entry.rescored = {metric.name: scale * after}
         entry.oracle = {metric.name: scale * float(metric.from_stats(self.oracle))}
         entry.ci95 = Interval(of=f"rescored - baseline {metric.name}", low=scale * ci["low"], high=scale * ci["high"],
                               p_better=ci["p_better"], samples=ci["samples"])
         entry.change = significance(ci["low"], ci["high"], metric.higher_is_better, self.utterances, run.bootstrap,
-                                    stats.score(ranks) == stats.score(base))
+                                    after == before)
         entry.better, entry.worse, entry.same = (self.verdicts[v] for v in VERDICTS[:3])
         return entry
 
