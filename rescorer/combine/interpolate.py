@@ -139,7 +139,7 @@ def needs_words(columns: Sequence[Column]) -> bool:
 
 def _words(nbest: NBest) -> np.ndarray:
     """The word count of every hypothesis, in ``nbest.texts()`` order."""
-    return np.fromiter((len(h.words) for u in nbest for h in u.hyps), dtype=float, count=nbest.num_hypotheses)
+    return np.fromiter(map(len, map(str.split, nbest.texts())), dtype=float, count=nbest.num_hypotheses)
 
 
 def _flat(nbest: NBest, name: str, words: np.ndarray | None, flat_columns: Mapping[str, np.ndarray]) -> np.ndarray:

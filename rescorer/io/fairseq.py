@@ -26,6 +26,7 @@ LINE = re.compile(r"^([A-Z])-(\d+)\t")
 _SPACED = re.compile(r"^[SHTDP]-\d+ ")
 _IGNORED = set("AIEWC")
 LARGEST = (1 << 63) - 1  # the largest sentence id read (a dataset index)
+MOST_LINES = (1 << 32) - 1  # the most lines a file may have (each sentence's first line number is kept in 4 bytes)
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -50,38 +51,50 @@ def blocks(path: str | Path, size: int = 0, log_base: str = "auto") -> Iterator[
 
     def nbest(utterances: list[Utterance]) -> NBest:
         return NBest(utterances, fmt="fairseq", meta={"log_base": base}, source=str(path))
+    ids, starts, numbers = found.in_id_order(path)
     with reading(path) as handle:
-        utterances = (_utterance(found.ids[k], found.lines_of(k, handle, path), path, factor, found.has_d)
-                      for k in found.in_id_order(path))
+        utterances = (_utterance(int(sid), _own_lines(int(sid), lines_between(handle, path, int(start), None,
+                                                                              int(number))), path, factor, found.has_d)
+                      for sid, start, number in zip(ids, starts, numbers))
         yield from blocks_of(utterances, size, nbest)
 
 
 @dataclass
 class _Sentences:
-    """Where each sentence of a file starts: the id, byte and line of the k-th in file order."""
+    """Where each sentence of a file starts, in file order: its id, byte and line (4 bytes: files of up to
+    :data:`MOST_LINES` lines), 20 bytes a sentence."""
 
     ids: array = field(default_factory=lambda: array("q"))
     starts: array = field(default_factory=lambda: array("q"))
-    numbers: array = field(default_factory=lambda: array("q"))
+    numbers: array = field(default_factory=lambda: array("I"))
     has_d: bool = False
 
-    def in_id_order(self, path: Path) -> np.ndarray:
-        """The sentences (their places in file order) sorted by id; an id whose lines come in two separate runs is
-        refused, naming the line where it comes again."""
-        ids = np.frombuffer(self.ids, dtype=np.int64)
-        order = np.argsort(ids, kind="stable")
-        ranked = ids[order]
-        again = np.flatnonzero(ranked[1:] == ranked[:-1])  # one sorted copy: a million ids are 8 MB each time
-        del ranked
+    def in_id_order(self, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ids, starts and line numbers sorted by id (this index is given up for them); an id whose lines come
+        in two separate runs is refused, naming the line where it comes again."""
+        given = np.frombuffer(self.ids, dtype=np.int64)
+        order = np.argsort(given, kind="stable")
+        ids = given[order]
+        again = np.flatnonzero(ids[1:] == ids[:-1])
         if again.size:
             k = int(order[1:][again].min())
             raise NBestFormatError(path, self.numbers[k], "sentence id appears in two separate blocks", self.ids[k])
-        return order
+        del given
+        self.ids = array("q")
+        starts = np.frombuffer(self.starts, dtype=np.int64)[order]
+        self.starts = array("q")
+        numbers = np.frombuffer(self.numbers, dtype=np.uint32)[order]
+        self.numbers = array("I")
+        return ids, starts, numbers
 
-    def lines_of(self, k: int, handle: BinaryIO, path: Path) -> Iterator[tuple[int, str]]:
-        """(number, line) of the lines of the k-th sentence (and of what comes between it and the next)."""
-        end = self.starts[k + 1] if k + 1 < len(self.starts) else None
-        return lines_between(handle, path, self.starts[k], end, self.numbers[k])
+
+def _own_lines(sid: int, lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The lines of sentence ``sid`` (and what comes between them): up to the next sentence's first line."""
+    for number, line in lines:
+        match = LINE.match(line)
+        if match and match.group(1) in "STHDP" and int(match.group(2)) != sid:
+            return
+        yield number, line
 
 
 def _sentences(path: Path) -> _Sentences:
@@ -101,6 +114,8 @@ def _sentences(path: Path) -> _Sentences:
         if kind not in "STHDP":
             raise NBestFormatError(path, number, "unknown line type", line)
         if sid != current:
+            if number > MOST_LINES:
+                raise NBestFormatError(path, number, f"a fairseq file of more than {MOST_LINES:,} lines is not read")
             found.ids.append(sid)
             found.starts.append(offset)
             found.numbers.append(number)
