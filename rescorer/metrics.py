@@ -362,8 +362,8 @@ def resampled_change(metric: Metric, a: np.ndarray, b: np.ndarray, samples: int 
         stop = min(start + per, samples)
         for at in range(0, size, step):  # a resample of many utterances in steps: memory stays flat as U grows
             drawn = rng.integers(0, size, size=(stop - start, min(step, size - at)))
-            sums[0, :, start:stop] += np.take(a, drawn, axis=1).sum(-1)
-            sums[1, :, start:stop] += np.take(b, drawn, axis=1).sum(-1)
+            sums[0, :, start:stop] += np.take(a, drawn, axis=1).sum(-1, dtype=sums.dtype)
+            sums[1, :, start:stop] += np.take(b, drawn, axis=1).sum(-1, dtype=sums.dtype)
     diff = metric.from_stats(sums[1].T) - metric.from_stats(sums[0].T)
     tail = (1 - level) / 2
     better = diff > 0 if metric.higher_is_better else diff < 0

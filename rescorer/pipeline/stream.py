@@ -109,6 +109,7 @@ class Tally:
     changes: list[Change] = field(default_factory=list)
     judged: bool | None = None
     stats: list[np.ndarray] = field(default_factory=list)  # each piece's [(input, rescored) 1-best, stat, utterance]
+    # (in the narrowest integer type that holds the piece's counts: a million utterances' are kept to the end)
     oracle: np.ndarray | None = None  # the statistics of each piece's oracle 1-bests, summed
     ppl: dict[str, dict[str, Perplexity]] = field(default_factory=dict)
     cut: Counter = field(default_factory=Counter)  # texts whose context was cut to fit the model, by column
@@ -126,7 +127,7 @@ class Tally:
         self.changes += found[: max(self.examples - len(self.changes), 0)]
         if scored.stats is not None:  # kept: what the report needs of each utterance, not every hypothesis' own
             found, rows = scored.stats.stats, np.arange(len(piece))
-            self.stats.append(np.stack([found[rows, 0], found[rows, ranks]]).transpose(0, 2, 1).astype(np.int32))
+            self.stats.append(compact(np.stack([found[rows, 0], found[rows, ranks]]).transpose(0, 2, 1)))
             best = found[rows, scored.stats.oracle_ranks()].sum(0)
             self.oracle = best if self.oracle is None else self.oracle + best
         for column, scorer in scorers.items():
@@ -176,6 +177,15 @@ class Tally:
                                     after == before)
         entry.better, entry.worse, entry.same = (self.verdicts[v] for v in VERDICTS[:3])
         return entry
+
+
+def compact(counts: np.ndarray) -> np.ndarray:
+    """Counts in the narrowest integer type that holds them exactly (uint8 where all are below 256)."""
+    if not counts.size:
+        return counts.astype(np.uint8)
+    low, high = int(counts.min()), int(counts.max())
+    return counts.astype(np.min_scalar_type(high) if low >= 0 else np.result_type(np.min_scalar_type(low),
+                                                                                    np.min_scalar_type(high)))
 
 
 def apply_blocks(blocks: Iterable[NBest], tuned: Tuned, scorers: Mapping[str, BoundScorer], tally: Tally, *,

@@ -7,13 +7,14 @@ from __future__ import annotations
 import base64
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Sequence
+from typing import Any, Iterator, Mapping
 
 import jinja2
 from markupsafe import Markup
 
 from ..changes import VERDICTS, Change, word_marks
-from ..files import write_text
+from ..files import write_lines
 from ..safetext import number, visible
 
 SHOWN = ("better", "worse", "same")  # filter buttons always offered; "unknown" only when a set has one
@@ -101,8 +102,21 @@ def set_section(name: str, entry: Mapping[str, Any], metric: str, changes: Seque
     unit = {"wer": "WER in percent, lower is better", "bleu": "BLEU, higher is better"}.get(metric, metric.upper())
     scored = any(k in entry for k in ("baseline", "rescored", "oracle"))
     return {"name": name, "tuned_here": bool(entry.get("tuned_on_this_set")), "caption": unit if scored else "",
-            "cells": number_cells(entry, metric), "changes": [change_item(c) for c in changes],
-            "offered": offered(changes)}
+            "cells": number_cells(entry, metric), "changes": ChangeItems(changes), "offered": offered(changes)}
+
+
+class ChangeItems(Sequence):
+    """Each change as :func:`change_item` shows it, made as the page is written: the page of ten thousand changes
+    never holds all of them at once."""
+
+    def __init__(self, changes: Sequence[Change]):
+        self.changes = changes
+
+    def __len__(self) -> int:
+        return len(self.changes)
+
+    def __getitem__(self, at: int) -> dict[str, Any]:  # type: ignore[override]
+        return change_item(self.changes[at])
 
 
 def weights_text(weights: Mapping[str, Any]) -> str:
@@ -132,11 +146,17 @@ def data_uri(png: bytes | None) -> str:
 def html_page(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]], plot_png: bytes | None) -> str:
     """The whole page: every set of ``report["sets"]`` (then any other set in ``changes``) with its numbers
     and its changed utterances."""
+    return "".join(html_parts(report, changes, plot_png))
+
+
+def html_parts(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]],
+               plot_png: bytes | None) -> Iterator[str]:
+    """:func:`html_page` a part at a time, as the template makes it."""
     sets = dict(report.get("sets") or {})
     sets.update({name: {} for name in changes if name not in sets})
     metric = str(report.get("metric") or next((k for e in sets.values() for k in e.get("baseline") or {}), ""))
     judged = any((entry or {}).get("references", True) for entry in (report.get("sets") or {}).values())
-    return environment().get_template("report.html.j2").render(
+    return environment().get_template("report.html.j2").generate(
         title=title(report), meta=meta(report, metric), signature=str(report.get("signature") or ""),
         judged=judged, plot=data_uri(plot_png),
         sets=[set_section(name, entry, metric, changes.get(name, ())) for name, entry in sets.items()])
@@ -144,6 +164,6 @@ def html_page(report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]]
 
 def write_html(path: str | Path, report: Mapping[str, Any], changes: Mapping[str, Sequence[Change]],
                plot_png: bytes | None) -> Path:
-    """Write the page to ``path`` atomically; return the path."""
-    write_text(path, html_page(report, changes, plot_png))
+    """Write the page to ``path`` atomically, a part at a time; return the path."""
+    write_lines(path, html_parts(report, changes, plot_png))
     return Path(path)
