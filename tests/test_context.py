@@ -315,5 +315,5 @@ def test_a_causal_scorer_refuses_the_utterances_after_the_hypothesis(tiny_models
 
 @needs_minilm
 def test_a_scorer_that_reads_no_context_refuses_the_option():
-    with pytest.raises(ConfigError, match="a student scorer reads no context"):
+    with pytest.raises(ConfigError, match="the student learnt with no context; leave context unset"):
         rescorer.load_scorer("student", rescorer.shipped.student("student_mse"), context={"utterances": 2})

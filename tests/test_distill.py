@@ -126,6 +126,39 @@ def test_a_causal_lm_teacher_is_distilled_into_an_encoder_by_its_total_per_stude
     assert info["teacher"].startswith("ll|")
 
 
+def test_a_teacher_reading_context_is_distilled_from_the_lists_into_a_student_that_reads_it(tiny_models, tmp_path):
+    """A causal teacher with one previous utterance of context, on N-best lists: the targets are the hypotheses
+    after their contexts, each summing to the teacher's score of it; the student records the context and reads it
+    as the teacher did (the previous utterance's 1-best changes its score, a first utterance has none)."""
+    from rescorer.context import SEPARATOR, conditional, split
+    from rescorer.io.sets import NBestSet
+    from rescorer.train.distill import teacher_targets
+
+    from .conftest import DEMO
+
+    lists = [NBestSet(str(DEMO / "dev_other"), top=4).read()]
+    teacher = dict(kind="ll", model=str(tiny_models["gpt2"]), case="sentence", append_period=True, device="cpu",
+                   store=str(tmp_path / "store.sqlite"), context={"utterances": 1, "tokens": 24})
+    cfg = DistillConfig(teacher=teacher, nbests=lists, out_dir=str(tmp_path / "ctx"), init=str(tiny_models["bert"]),
+                        epochs=2, batch_size=16, lr=1e-3, eval_every=5, patience=100, dev_fraction=0.2,
+                        device="cpu", progress=False)
+    targets, scorer, _ = teacher_targets(cfg)
+    pairs = targets.train + targets.dev
+    assert sum(SEPARATOR in text for text, _ in pairs) > len(pairs) / 2  # most utterances have one before them
+    for text, values in pairs[:20]:
+        assert values.sum() == pytest.approx(scorer.compute([text], normalise=False).totals[0], rel=1e-6)
+    result = distill(cfg)
+    info = json.loads((Path(result["student"]) / "config.json").read_text())["rescorer_student"]
+    assert (info["context"]["utterances"], info["context"]["tokens"]) == (1, 24)
+    student = load_scorer("student", result["student"], store=None, device="cpu")
+    assert "1/24/first_pass" in student.signature
+    hypothesis = split(pairs[0][0])[1]
+    alone, after_one, after_other = student.compute(
+        [hypothesis, conditional("He said so.", hypothesis), conditional("Nothing at all.", hypothesis)],
+        normalise=False).totals
+    assert after_one != pytest.approx(after_other, abs=1e-6) and alone != pytest.approx(after_one, abs=1e-6)
+
+
 def test_a_teacher_the_student_cannot_follow_is_one_line(tiny_models, tmp_path):
     """A causal teacher with no encoder to start from, a token-level student on another tokenizer and a teacher
     that reads context are each refused, naming what to change."""

@@ -14,7 +14,7 @@ from .base import Scorer
 
 KINDS = ("pll", "ll", "student", "pcfg")
 PRETRAINED_KINDS = ("pll", "ll", "student")
-CONTEXT_KINDS = ("ll", "pll")  # a student learnt its teacher's sentence scores, without context  # their model is a Hugging Face directory, file or hub name
+CONTEXT_KINDS = ("ll", "pll", "student")  # a student reads the context its teacher read, if it learnt with one
 
 
 def load_adapter(kind: str, model: str | None, *, case: str | None = None, append_period: bool | None = None,
@@ -24,8 +24,8 @@ def load_adapter(kind: str, model: str | None, *, case: str | None = None, appen
     or ``pcfg`` (a grammar's exact conditionals: ``model`` is a rule file or a treebank, ``variant=masked|causal``,
     ``oov=``). Common options: ``case``, ``append_period`` (unset: keep, no period; a student: the normalisation
     it was trained with), ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``compile`` (torch.compile
-    each layer), ``loaded`` (an in-memory (tokenizer, model)); ``ll`` and ``pll`` also ``context`` (what was said
-    before each text: :class:`~rescorer.context.Context`)."""
+    each layer), ``loaded`` (an in-memory (tokenizer, model)); ``ll``, ``pll`` and ``student`` also ``context``
+    (what was said before each text: :class:`~rescorer.context.Context`)."""
     if options.get("context") and kind not in CONTEXT_KINDS:
         raise ConfigError(f"a {kind} scorer reads no context (those that do: {', '.join(CONTEXT_KINDS)}); "
                           "remove its context option")

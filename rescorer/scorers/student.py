@@ -6,6 +6,9 @@ A student is a Hugging Face encoder with a one-output regression head, trained b
 - ``token``: ``*ForTokenClassification`` — a head on every position predicts that token's teacher
   log-prob log P(t_i | S\\t_i) without any mask; their sum gives PLL(S).
 Targets are standardised in training; ``config.rescorer_student`` holds the scale and the teacher.
+A student of a teacher that reads context (``ll_ctx``) reads it too: the previous utterances' 1-bests, as the
+teacher's context rule gives them, cut to their last ``context.tokens`` tokens, are the first text of a sentence
+pair and the hypothesis the second (:func:`student_inputs`); ``config.rescorer_student.context`` records the rule.
 """
 from __future__ import annotations
 
@@ -13,9 +16,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..context import Context, split
 from ..errors import ConfigError
 from ..normalise import Normaliser
-from .base import Scorer, no_grad_context
+from .base import TOKENIZE_CHUNK, Scorer, no_grad_context
 from .rows import RowPool, concat, padded
 
 LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
@@ -43,6 +47,57 @@ def student_normaliser(info: dict[str, Any], case: str | None, append_period: bo
     return asked
 
 
+def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """How a student reads each text, in training and in scoring alike: its token ids and the positions of the
+    hypothesis's tokens (those it scores). A conditional text (``context.conditional``) is the pair (the context's
+    last ``context_tokens`` tokens, the hypothesis); a text without context is the hypothesis alone."""
+    if len(texts) > TOKENIZE_CHUNK:
+        return [found for at in range(0, len(texts), TOKENIZE_CHUNK)
+                for found in student_inputs(tokenizer, texts[at : at + TOKENIZE_CHUNK], context_tokens)]
+    if not getattr(tokenizer, "is_fast", False):
+        raise ConfigError(f"{tokenizer.name_or_path}: a student needs a fast tokenizer (tokenizer.json)")
+    parts = [split(text)[:2] for text in texts]
+    if any(context for context, _ in parts) and not context_tokens:
+        raise ConfigError("a text read after its context, for a student that reads none")
+    cut = dict(zip(*_last_tokens([c for c, _ in parts if c], tokenizer, context_tokens)))
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(parts)
+    for paired in (False, True):  # the texts without context, then the pairs: one tokenizer call each
+        at = [i for i, (context, _) in enumerate(parts) if bool(context) == paired]
+        if not at:
+            continue
+        hypotheses = [parts[i][1] for i in at]
+        encoded = tokenizer([cut[parts[i][0]] for i in at], hypotheses) if paired else tokenizer(hypotheses)
+        for k, i in enumerate(at):
+            own = np.flatnonzero(np.asarray([part == int(paired) for part in encoded.sequence_ids(k)]))
+            out[i] = (np.asarray(encoded["input_ids"][k], dtype=np.int64), own)
+    return out  # type: ignore[return-value]
+
+
+def _last_tokens(contexts: Sequence[str], tokenizer: Any, tokens: int) -> tuple[list[str], list[str]]:
+    """Each context and what of it a student reads: the text from its last ``tokens`` tokens on."""
+    if not contexts:
+        return [], []
+    offsets = tokenizer(list(contexts), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return list(contexts), [context[found[-tokens][0]:] if len(found) > tokens else context
+                            for context, found in zip(contexts, offsets)]
+
+
+def student_context(info: dict[str, Any], options: Any, path: str) -> Context | None:
+    """The context a student reads: the one it learnt with (``info["context"]``), where ``options`` may name its
+    recordings (``group``) or its source, not another amount of context."""
+    trained = Context.of(info.get("context"))
+    if not options:
+        return trained
+    if trained is None:
+        raise ConfigError(f"{path}: the student learnt with no context; leave context unset")
+    asked = Context.of({**trained.to_dict(), **options})
+    if (asked.utterances, asked.tokens, asked.following) != (trained.utterances, trained.tokens, trained.following):
+        raise ConfigError(f"{path}: the student learnt with {trained.utterances} utterances, {trained.tokens} tokens; "
+                          "leave context unset (its own) or set only its group and source")
+    return asked
+
+
 class StudentScorer(Scorer):
     """PLL predicted by a distilled student; per-token scores are the predicted token log-probs (``token``)
     or the sentence's predicted mean per token (``sentence``), so sums and token counts match the teacher's."""
@@ -54,8 +109,9 @@ class StudentScorer(Scorer):
 
     def __init__(self, model: str, case: str | None = None, append_period: bool | None = None, device: str = "auto",
                  dtype: str = "auto", revision: str | None = None, loaded: tuple[Any, Any] | None = None,
-                 **common: Any):
-        """``case``/``append_period``: unset, the normalisation the student was trained with; another is refused."""
+                 context: Any = None, **common: Any):
+        """``case``/``append_period``: unset, the normalisation the student was trained with; another is refused.
+        ``context``: unset, the context it learnt with (:func:`student_context`)."""
         import transformers
 
         from .loading import load_config
@@ -66,6 +122,8 @@ class StudentScorer(Scorer):
         self.load_model(getattr(transformers, LEVELS[self.info["level"]]), model, device, dtype, loaded,
                         revision=revision)
         self.model.eval()
+        learnt = student_context(self.info, context, model)
+        self.read_context(learnt and learnt.to_dict(), model)
 
     @property
     def level(self) -> str:
@@ -73,13 +131,18 @@ class StudentScorer(Scorer):
 
     @property
     def signature(self) -> str:
-        return self._signature(model=self.model_tag, level=self.level, dtype=self.dtype_name)
+        return self.signed(self.context)
+
+    def signed(self, context: Any) -> str:
+        read = {"context": context.signature} if context else {}
+        return self._signature(model=self.model_tag, level=self.level, dtype=self.dtype_name, **read)
 
     def prepare(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids and the positions of the scored (non-special) tokens."""
-        enc = self.tokenizer(text, return_special_tokens_mask=True)
-        return (np.asarray(enc["input_ids"], dtype=np.int64),
-                np.flatnonzero(np.asarray(enc["special_tokens_mask"]) == 0))
+        return self.prepare_all([text])[0]
+
+    def prepare_all(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Token ids and the positions of the hypothesis's tokens of each text (:func:`student_inputs`)."""
+        return student_inputs(self.tokenizer, texts, self.context.tokens if self.context else 0)
 
     def pool(self, sentences: Sequence[tuple[np.ndarray, np.ndarray]]) -> RowPool:
         """One row per sentence with scored tokens; ``positions`` (concatenated) says where they are."""

@@ -14,13 +14,15 @@ from ..files import record_text
 from ..log import info
 from ..engine import load_scorer
 from ..errors import ConfigError
+from ..context import split
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
 from ..pipeline.outdir import TRAINED, open_out_dir
 from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments
-from ..train.distill import DistillConfig, distill
+from ..types import NBest
+from ..train.distill import DistillConfig, distill, training_inputs
 from ..train.export import export_student
 from ..train.mwer import MWERConfig, mwer_distill, nbest_lists
 
@@ -28,12 +30,12 @@ OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patienc
            "max_seconds", "device", "seed")
 
 
-def training_texts(task: dict[str, Any]) -> list[str]:
-    """Segments of the plain-text files (at most ``max_texts``) and the hypotheses of the listed N-best sets."""
+def training_texts(task: dict[str, Any]) -> tuple[list[str], list[NBest]]:
+    """Segments of the plain-text files (at most ``max_texts``) and the listed N-best sets, whose hypotheses are
+    training texts too (their references never read)."""
     texts = load_segments(task["texts"], seed=task["seed"])[: task["max_texts"]] if task["texts"] else []
-    for name, spec in task["hypotheses"].items():
-        texts += NBestSet(**{**spec, "refs": None}, where=f"task.hypotheses.{name}.").read().texts()
-    return texts
+    return texts, [NBestSet(**{**spec, "refs": None}, where=f"task.hypotheses.{name}.").read()
+                   for name, spec in task["hypotheses"].items()]
 
 
 def read_paths(task: dict[str, Any], heldout: Mapping[str, NBestSet]) -> list[str]:
@@ -45,26 +47,19 @@ def read_paths(task: dict[str, Any], heldout: Mapping[str, NBestSet]) -> list[st
 
 
 def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], student_dir: Path,
-            sets: Mapping[str, NBestSet], seen: set[str], out: Path) -> dict:
-    """Student against teacher on every distinct hypothesis of each set not seen in training; the correlation of
-    the teacher's score with the token count alone is the baseline a student must beat."""
+            sets: Mapping[str, NBestSet], trained: tuple[list[str], list[NBest]], out: Path) -> dict:
+    """Student against teacher on every distinct hypothesis of each set (after its context, where they read one)
+    not among the ``trained`` texts; the correlation of the teacher's score with the token count alone is the
+    baseline a student must beat."""
     teacher = load_scorer(**{**engine, **teacher_options})
     student = load_scorer("student", str(student_dir), **engine, case=teacher_options.get("case", "keep"),
                           append_period=teacher_options.get("append_period", False))
+    seen = set(training_inputs(*trained, teacher))
     results = {}
     for name, spec in sets.items():
-        texts = [t for t in dict.fromkeys(spec.read().texts()) if t and teacher.normaliser(t) not in seen]
-        scored = teacher.compute(texts)
-        x, y = np.array(scored.totals), np.array(student.score(texts))
-        length = np.array([len(tokens) for tokens in scored.tokens])
-        results[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
-                         "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
-                         "length_pearson": float(np.corrcoef(x, length)[0, 1]),
-                         "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher score", "student score",
-                                                  name))}
-    return results
-
-
+        texts = [t for t in dict.fromkeys(training_inputs([], [spec.read()], teacher)) if split(t)[1] and t not in seen]
+        scored = teacher.compute(texts, normalise=False)
+        x, y = np.array(scored.totals), np.array(student.compute(texts, normalise=False).totals)
 def mwer_options(task: dict[str, Any], teacher: dict[str, Any]) -> MWERConfig:
     """The MWER objective's lists (``task.lists``: N-best sets with references) and settings."""
     if task["objective"] != "mwer":
@@ -84,8 +79,8 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     ``task["heldout"]``, student and teacher are compared on ``sets`` (of the data set named ``data``)."""
     teacher = task["teacher"]
     out = open_out_dir(out_dir, read_paths(task, sets), TRAINED).path
-    texts = training_texts(task)
-    config = DistillConfig(teacher=teacher, texts=texts, out_dir=str(out), progress=engine["progress"],
+    texts, nbests = training_texts(task)
+    config = DistillConfig(teacher=teacher, texts=texts, nbests=nbests, out_dir=str(out), progress=engine["progress"],
                            engine=dict(engine), **{k: task[k] for k in OPTIONS})
     result = distill(config) if task["objective"] == "mse" else mwer_distill(config, mwer_options(task, teacher))
     distill_plot(result["curve"], out / "curve.png")
@@ -96,8 +91,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     info(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
           f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
     if task["heldout"]:
-        seen = {Normaliser(teacher.get("case", "keep"), teacher.get("append_period", False))(t) for t in texts}
-        report["sets"] = heldout(teacher, engine, out / "student", sets, seen, out)
+        report["sets"] = heldout(teacher, engine, out / "student", sets, (texts, nbests), out)
     if task["export"]:
         try:
             report["export"] = export_student(out / "student", teacher["model"], task["export"])

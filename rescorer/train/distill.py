@@ -19,10 +19,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..context import scored_texts, split
 from ..engine import load_scorer
 from ..errors import ConfigError
 from ..scorers.loading import resolve_device
-from ..scorers.student import LEVELS
+from ..scorers.student import LEVELS, student_inputs
 from .batches import epoch_indices, pad
 from .loop import Limits, Objective, optimise, start_run, train
 
@@ -45,6 +46,7 @@ class DistillConfig:
     seed: int = 0
     progress: bool | None = None
     texts: Sequence[str] = field(default_factory=list)
+    nbests: Sequence[Any] = field(default_factory=list)  # N-best lists whose hypotheses are training texts too
     engine: Mapping[str, Any] = field(default_factory=dict)  # engine.* settings the teacher is scored with
 
 
@@ -68,22 +70,30 @@ class Targets:
         return float(values.mean()), float(values.std() or 1.0)
 
 
+def training_inputs(texts: Sequence[str], nbests: Sequence[Any], teacher: Any) -> list[str]:
+    """What the teacher scores and the student learns from: the plain ``texts`` and every hypothesis of ``nbests``
+    (after its context, as the teacher reads it, where it reads one), normalised as the teacher normalises."""
+    return [*teacher.normalise(texts), *(text for nbest in nbests for text in scored_texts(
+        nbest, teacher.context, teacher.normaliser))]
+
+
 def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
     """The teacher's scores of the distinct training texts (through its store) as targets per student token, split;
-    the teacher; and the encoder the student starts from."""
+    the teacher; and the encoder the student starts from. A teacher that reads context is learnt from the N-best
+    lists' hypotheses after their contexts, which the student then reads too."""
     teacher = load_scorer(**{**cfg.engine, "progress": cfg.progress, **cfg.teacher})
-    if teacher.context is not None:
-        raise ConfigError(f"task.teacher: a {teacher.kind} teacher reads the utterances before each text, which plain "
-                          "training texts do not have: distil pll or ll")
+    if teacher.context is not None and not cfg.nbests:
+        raise ConfigError(f"task.teacher: a {teacher.kind} teacher reads the utterances before each text: give "
+                          "task.hypotheses (N-best lists, whose recordings give each hypothesis its context)")
     init = cfg.init or (teacher.adapter.model_name if teacher.kind == "pll" else None)
     if init is None:
         raise ConfigError(f"task.init: the student of a {teacher.kind} teacher needs an encoder to start from (the "
                           "teacher is none): name one, e.g. task.init=${model.masked.path}")
-    texts = list(dict.fromkeys(t for t in cfg.texts if t.strip()))
+    texts = list(dict.fromkeys(t for t in training_inputs(cfg.texts, cfg.nbests, teacher) if split(t)[1].strip()))
     if len(texts) < 10:
         raise ConfigError(f"distillation needs at least 10 distinct training texts, got {len(texts)}")
-    results = teacher.compute(texts)
-    counts = student_token_counts(init, results.texts)
+    results = teacher.compute(texts, normalise=False)
+    counts = student_token_counts(init, results.texts, context_tokens(teacher))
     pairs = []
     for text, total, tokens, count in zip(results.texts, results.totals, results.tokens, counts):
         if not tokens or not count:
@@ -96,20 +106,24 @@ def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
             raise ConfigError(f"the student's tokenizer ({init}) splits {text!r} into {count} tokens, the teacher's "
                               f"into {len(tokens)}: a token-level student needs the teacher's tokenizer (or "
                               "task.level=sentence)")
-    split = Targets([p for p in pairs if not is_dev(p[0], cfg.dev_fraction)],
-                    [p for p in pairs if is_dev(p[0], cfg.dev_fraction)])
-    if not split.dev or not split.train:
+    split_pairs = Targets([p for p in pairs if not is_dev(p[0], cfg.dev_fraction)],
+                          [p for p in pairs if is_dev(p[0], cfg.dev_fraction)])
+    if not split_pairs.dev or not split_pairs.train:
         raise ConfigError(f"dev_fraction={cfg.dev_fraction} leaves an empty train or dev split of {len(pairs)} texts")
-    return split, teacher, init
+    return split_pairs, teacher, init
 
 
-def student_token_counts(init: str, texts: Sequence[str]) -> list[int]:
-    """How many tokens the student, starting from ``init``, scores in each text (its tokenizer's, specials left
-    out)."""
+def context_tokens(teacher: Any) -> int:
+    """How many tokens of context the student reads: as many as its teacher (none without context)."""
+    return teacher.context.tokens if teacher.context is not None else 0
+
+
+def student_token_counts(init: str, texts: Sequence[str], context: int = 0) -> list[int]:
+    """How many tokens the student, starting from ``init``, scores in each text (its tokenizer's hypothesis tokens,
+    read after ``context`` tokens of its context)."""
     from transformers import AutoTokenizer
 
-    masks = AutoTokenizer.from_pretrained(init)(list(texts), return_special_tokens_mask=True)["special_tokens_mask"]
-    return [len(mask) - sum(mask) for mask in masks]
+    return [len(scored) for _, scored in student_inputs(AutoTokenizer.from_pretrained(init), texts, context)]
 
 
 def dev_scorer(cfg: DistillConfig, tokenizer: Any, model: Any, device: str) -> Any:
@@ -134,7 +148,8 @@ class Distillation(Objective):
         self.targets, teacher, self.init = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
-                     "normaliser": teacher.normaliser.signature}
+                     "normaliser": teacher.normaliser.signature,
+                     **({"context": teacher.context.to_dict()} if teacher.context is not None else {})}
 
     def setup(self, resume: Path | None) -> None:
         import torch
@@ -161,10 +176,12 @@ class Distillation(Objective):
         """Input ids, attention mask, standardised targets and the target mask (token level) of a batch."""
         import torch
 
-        enc = self.tokenizer([t for t, _ in batch], truncation=True, max_length=self.cfg.max_length,
-                             return_special_tokens_mask=True)
-        ids, real = pad(enc["input_ids"], self.tokenizer.pad_token_id)
-        scored = torch.from_numpy((pad(enc["special_tokens_mask"], 1)[0] == 0) & real)
+        context = self.info.get("context")
+        read = student_inputs(self.tokenizer, [t for t, _ in batch], context["tokens"] if context else 0)
+        ids, real = pad([found[: self.cfg.max_length] for found, _ in read], self.tokenizer.pad_token_id)
+        scored = torch.zeros(ids.shape, dtype=torch.bool)
+        for b, (_, positions) in enumerate(read):
+            scored[b, torch.from_numpy(positions[positions < self.cfg.max_length])] = True
         mean, std = self.info["mean"], self.info["std"]
         if self.cfg.level == "sentence":
             target = torch.tensor([(t.mean() - mean) / std for _, t in batch], dtype=torch.float32)
