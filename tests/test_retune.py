@@ -131,3 +131,24 @@ def test_auto_retunes_where_it_holds_on_half_splits_and_not_on_noise_or_small_se
     small = rescorer.rescore(sets={"dev": planted(60)}, base="score", bootstrap=10)
     assert small.weights == {} and any("too few (< 500)" in n and "task.retune=[lm]" in n for n in small.report.notes)
     assert rescorer.rescore(sets={"dev": planted(600)}, base="score", retune=None, bootstrap=10).weights == {}
+
+
+def test_auto_keeps_the_toolkits_weights_where_re_tuning_them_leaves_the_lm_without_weight():
+    """An LM column that says nothing of which hypothesis is right, beside toolkit weights that pay to re-tune: the
+    re-tuned fits give the LM no weight, so the gain would be the toolkit's weights alone, and auto keeps them; an
+    LM column that helps keeps its weight, and auto re-tunes beside it."""
+    rng = np.random.default_rng(3)
+    lists = planted(600)
+    with_noise = lists.with_columns({"student": rng.normal(size=lists.num_hypotheses)})
+    column = {"student": {"range": [0, 1], "step": 0.1}}
+    noise = rescorer.rescore(sets={"dev": with_noise}, base="score", columns=column, bootstrap=10)
+    note = next(n for n in noise.report.notes if n.startswith("task.retune=auto"))
+    assert "of 20 random half-splits" in note and ", but student kept a weight in only" in note, note
+    assert note.endswith("task.retune=all re-tunes them anyway)") and set(noise.weights) == {"student"}
+    # an LM that knows what the toolkit's LM gets wrong (every third utterance, whose right hypothesis comes first)
+    knows = [value for u, utt in enumerate(lists) for value in ((0.0, -1.0) if u % 3 == 0 else (0.0, 0.0))]
+    helps = rescorer.rescore(sets={"dev": lists.with_columns({"student": knows})}, base="score", columns=column,
+                             bootstrap=10)
+    assert any(n.startswith("task.retune=auto") and n.endswith(": re-tuned") for n in helps.report.notes), \
+        helps.report.notes
+    assert helps.weights["student"] > 0 and set(helps.weights) == {"student", "decoder", "lm"}

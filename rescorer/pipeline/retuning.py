@@ -1,6 +1,6 @@
 """Re-tuning the toolkit's own weights within a rescoring run: which input columns are searched beside the LM
 columns — those named, ``all``, or by default (``auto``) all of them if that holds on the tuning set's own random
-half-splits — and what the re-tuned columns do by themselves."""
+half-splits with the LMs still weighed — and what the re-tuned columns do by themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -54,7 +54,9 @@ def decided(retuning: Retuning, prepared: Mapping[str, ScoredSet], dev: str, met
             seed: int) -> tuple[Retuning, Mapping[str, ScoredSet]]:
     """For ``auto``: keep the re-tuned columns if, on :data:`AUTO_SPLITS` seeded half-splits of the tuning set
     ``dev``, tuning with them does better on the held half than tuning without them at least :data:`AUTO_WINS`
-    times; else drop them (from the plan and from every set's features). A note says which and why."""
+    times, and the columns asked for (the LMs) keep a weight beside them in at least as many of those fits (else the
+    gain is the toolkit's weights fitted to the tuning set alone); else drop them (from the plan and from every
+    set's features). A note says which and why."""
     if not retuning.auto:
         return retuning, prepared
     scored = prepared[dev]
@@ -62,17 +64,24 @@ def decided(retuning: Retuning, prepared: Mapping[str, ScoredSet], dev: str, met
          f"half-splits of {dev} to see whether re-tuning them holds")
     fixed = [replace(c, range=(0.0, 0.0), step=1.0) if c.name in retuning.retuned else c for c in retuning.columns]
     fast = {"fast": Search("fast")}
-    held = [np.array(half_splits(scored.features, scored.stats, columns, fast, AUTO_SPLITS, seed)["fast"]["deltas"])
+    fits = [half_splits(scored.features, scored.stats, columns, fast, AUTO_SPLITS, seed)["fast"]
             for columns in (retuning.columns, fixed)]
+    held = [np.array(fit["deltas"]) for fit in fits]
     better = held[0] > held[1] + 1e-12 if metric.higher_is_better else held[0] < held[1] - 1e-12
     wins = int(better.sum())
-    keep = wins >= AUTO_WINS
+    own = [c.name for c in retuning.columns if c.name not in retuning.retuned]  # the columns asked for (the LMs)
+    weighed = sum(any(w[name] != 0 for name in own) for w in fits[0]["weights"]) if own else AUTO_SPLITS
     what = (f"task.retune=auto: tuning {', '.join(retuning.retuned)} beside the LM columns did better on the held "
             f"half of {wins} of {AUTO_SPLITS} random half-splits of the tuning set (mean change {held[0].mean():+.3f} "
             f"against {held[1].mean():+.3f} without)")
-    if keep:
+    if wins >= AUTO_WINS and weighed >= AUTO_WINS:
         return replace(retuning, auto=False, notes=[f"{what}: re-tuned", *retuning.notes]), prepared
-    note = f"{what}: not re-tuned (at least {AUTO_WINS} needed; task.retune=all re-tunes them anyway)"
+    if wins < AUTO_WINS:
+        note = f"{what}: not re-tuned (at least {AUTO_WINS} needed; task.retune=all re-tunes them anyway)"
+    else:
+        note = (f"{what}, but {', '.join(own)} kept a weight in only {weighed} of those fits: the gain would be the "
+                f"toolkit's own weights fitted to this set, which carries over least to other data: not re-tuned "
+                f"(at least {AUTO_WINS} needed; task.retune=all re-tunes them anyway)")
     kept = [k for k, c in enumerate(retuning.columns) if c.name not in retuning.retuned]
     return (Retuning([retuning.columns[k] for k in kept], [], False, [note]),
             {name: _with_columns(s, kept) for name, s in prepared.items()})
