@@ -86,6 +86,35 @@ def test_student_scorer_equals_a_direct_forward_of_the_saved_model(trained, leve
         assert len(per_token) == n == len(teacher.token_scores([text])[0])
 
 
+def test_the_held_out_comparison_scores_only_hypotheses_not_trained_on(trained, tmp_path):
+    """Student against teacher on a set's hypotheses left out of training: counted by hand, and its Pearson r and
+    MAE as the two scorers give them text by text."""
+    from rescorer.io.sets import NBestSet
+    from rescorer.normalise import Normaliser
+    from rescorer.studies.distill import heldout
+
+    from .conftest import DEMO
+
+    teacher, texts, runs = trained
+    cfg, result = runs["sentence"]
+    found = heldout(teacher, {"device": "cpu"}, Path(result["student"]), {"dev": NBestSet(str(DEMO / "dev_other"))},
+                    (texts, []), tmp_path)["dev"]
+    normalise = Normaliser("sentence", True)
+    trained_on = {normalise(t) for t in texts}
+    left = {}  # each distinct normalised hypothesis not trained on, as first written
+    for utt in NBestSet(str(DEMO / "dev_other")).read():
+        for hyp in utt.hyps:
+            if normalise(hyp.text) not in trained_on:
+                left.setdefault(normalise(hyp.text), hyp.text)
+    assert found["texts"] == len(left) > 100
+    raw = list(left.values())  # each scorer normalises them itself here
+    x = np.array(load_scorer(**teacher).score(raw))
+    y = np.array(load_scorer("student", result["student"], store=None, device="cpu").score(raw))
+    assert found["pearson"] == pytest.approx(np.corrcoef(x, y)[0, 1], rel=1e-6)
+    assert found["mae"] == pytest.approx(np.abs(x - y).mean(), rel=1e-6)
+    assert Path(found["plot"]).is_file()
+
+
 def test_a_staged_run_resumes_where_it_stopped(trained, tmp_path):
     teacher_options, texts, _ = trained
     common = dict(teacher=teacher_options, texts=texts, out_dir=str(tmp_path / "staged"), batch_size=16, lr=1e-3,

@@ -60,7 +60,7 @@ def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
     parts = [split(text)[:2] for text in texts]
     if any(context for context, _ in parts) and not context_tokens:
         raise ConfigError("a text read after its context, for a student that reads none")
-    cut = dict(zip(*_last_tokens([c for c, _ in parts if c], tokenizer, context_tokens)))
+    cut = _last_tokens([c for c, _ in parts if c], tokenizer, context_tokens)
     out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(parts)
     for paired in (False, True):  # the texts without context, then the pairs: one tokenizer call each
         at = [i for i, (context, _) in enumerate(parts) if bool(context) == paired]
@@ -74,13 +74,13 @@ def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
     return out  # type: ignore[return-value]
 
 
-def _last_tokens(contexts: Sequence[str], tokenizer: Any, tokens: int) -> tuple[list[str], list[str]]:
-    """Each context and what of it a student reads: the text from its last ``tokens`` tokens on."""
+def _last_tokens(contexts: Sequence[str], tokenizer: Any, tokens: int) -> dict[str, str]:
+    """What a student reads of each context: the text from its last ``tokens`` tokens on."""
     if not contexts:
-        return [], []
+        return {}
     offsets = tokenizer(list(contexts), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    return list(contexts), [context[found[-tokens][0]:] if len(found) > tokens else context
-                            for context, found in zip(contexts, offsets)]
+    return {context: context[found[-tokens][0]:] if len(found) > tokens else context
+            for context, found in zip(contexts, offsets)}
 
 
 def student_context(info: dict[str, Any], options: Any, path: str) -> Context | None:

@@ -57,9 +57,19 @@ def heldout(teacher_options: Mapping[str, Any], engine: Mapping[str, Any], stude
     seen = set(training_inputs(*trained, teacher))
     results = {}
     for name, spec in sets.items():
-        texts = [t for t in dict.fromkeys(training_inputs([], [spec.read()], teacher)) if split(t)[1] and t not in seen]
+        texts = [t for t in dict.fromkeys(training_inputs([], [spec.read()], teacher))
+                 if split(t)[1] and t not in seen]
         scored = teacher.compute(texts, normalise=False)
         x, y = np.array(scored.totals), np.array(student.compute(texts, normalise=False).totals)
+        length = np.array([len(tokens) for tokens in scored.tokens])
+        results[name] = {"texts": len(texts), "pearson": float(np.corrcoef(x, y)[0, 1]),
+                         "mae": float(np.abs(x - y).mean()), "teacher_mean": float(x.mean()),
+                         "length_pearson": float(np.corrcoef(x, length)[0, 1]),
+                         "plot": str(scatter_plot(x, y, out / f"heldout_{name}.png", "teacher score", "student score",
+                                                  name))}
+    return results
+
+
 def mwer_options(task: dict[str, Any], teacher: dict[str, Any]) -> MWERConfig:
     """The MWER objective's lists (``task.lists``: N-best sets with references) and settings."""
     if task["objective"] != "mwer":
