@@ -48,22 +48,43 @@ def scores(scorer, nbest: NBest) -> np.ndarray:
 
 def test_the_hypothesis_is_the_second_text_of_a_pair_after_the_contexts_last_tokens(context_student):
     tokenizer = rescorer.load_scorer("student", str(context_student), store=None).adapter.tokenizer
-    (ids, scored), (alone, scored_alone) = student_inputs(
+    (ids, scored, prefix), (alone, scored_alone, no_prefix) = student_inputs(
         tokenizer, [conditional("one two three four five six", "a dog barked"), "a dog barked"], 3)
     words = tokenizer.convert_ids_to_tokens(ids.tolist())
     assert words == ["[CLS]", "four", "five", "six", "[SEP]", "a", "dog", "barked", "[SEP]"]
     assert [words[i] for i in scored] == ["a", "dog", "barked"]
+    assert words[:prefix] == ["[CLS]", "four", "five", "six", "[SEP]"]
     assert tokenizer.convert_ids_to_tokens(alone.tolist()) == ["[CLS]", "a", "dog", "barked", "[SEP]"]
-    assert scored_alone.tolist() == [1, 2, 3]
+    assert scored_alone.tolist() == [1, 2, 3] and no_prefix == 0
+
+
+def test_hypotheses_after_one_context_share_a_row_and_score_as_each_read_alone(context_student):
+    """One row reads the context once and each hypothesis after it; each total equals a naive forward pass of that
+    pair alone, its context attending only to itself, read at the hypothesis's last token."""
+    import torch
+
+    scorer = rescorer.load_scorer("student", str(context_student), store=None)
+    student = scorer.adapter
+    texts = scorer.normalise([conditional("he went to the market", hypothesis) for hypothesis in
+                              ["and bought some bread", "and bought sum bred", "an bought", "bread"]])
+    assert student.pool(student.prepare_all(texts)).rows == 1
+    totals = scorer.compute(texts, normalise=False).totals
+    mean, std = student.info["mean"], student.info["std"]
+    for text, total in zip(texts, totals):
+        ids, scored, prefix = student_inputs(student.tokenizer, [text], 16)[0]
+        context = torch.arange(len(ids)) < prefix
+        sees = context[None, :] | ~context[:, None]  # the context sees itself, the hypothesis everything
+        with torch.inference_mode():
+            out = student.model(input_ids=torch.from_numpy(ids)[None], attention_mask=sees[None, None]).logits[0, :, 0]
+        assert total == pytest.approx(float(out[-1] * std + mean) * len(scored), rel=1e-5)
 
 
 def test_the_score_depends_on_the_previous_utterances_1_best_and_only_within_k(context_student):
     scorer = rescorer.load_scorer("student", str(context_student), store=None)
-    plain = rescorer.load_scorer("student", str(rescorer.shipped.student("student_mse")), store=None)
     first = scores(scorer, recording(["he went to the market", "and bought some bread", "then he walked home"]))
     other = scores(scorer, recording(["she sang a quiet song", "and bought some bread", "then he walked home"]))
-    # a first utterance has no context: its score is the plain student's, whatever follows
-    assert first[0, 1] == other[0, 1] == pytest.approx(plain.score(["the same words every time"])[0], abs=1e-4)
+    # a first utterance has no context: its score is the hypothesis's alone, whatever follows
+    assert first[0, 1] == other[0, 1] == pytest.approx(scorer.score(["the same words every time"])[0], abs=1e-4)
     # the second reads the first's 1-best: a different one changes its scores
     assert np.abs(first[1] - other[1]).min() > 1e-3
     # the third reads only the second (K = 1), the same in both lists

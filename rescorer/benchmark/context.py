@@ -9,11 +9,14 @@ from .common import best_time, save, stamp
 
 
 def bench_context(model: str, utterances: int = 30, top: int = 10, context: int = 5,
-                  engine: dict[str, Any] | None = None, out_dir: str | Path = "exp/bench") -> dict[str, Any]:
+                  engine: dict[str, Any] | None = None, out_dir: str | Path = "exp/bench",
+                  student: str | None = None) -> dict[str, Any]:
     """The first ``utterances`` of LibriSpeech dev_other (../shared, else the shipped excerpt), top ``top``, scored
     by one causal LM four ways: no context or the previous ``context`` utterances, each with and without shared
     prefixes. Reports hypotheses per second, the model tokens each way read, and the two ratios that matter:
-    prefix sharing's speed-up, and what context costs over none (both with sharing)."""
+    prefix sharing's speed-up, and what context costs over none (both with sharing). With ``student`` (a student
+    that reads context), that student too, on the same lists with its own context, and its speed-up over the
+    causal LM with context."""
     from ..engine import load_scorer
     from ..io.sets import NBestSet
     from ..paths import ROOT, data_root
@@ -43,6 +46,12 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
                             "model_tokens": int(pool.length.sum()), "rows": int(pool.rows)}
             info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({seconds:.1f} s), "
                   f"{result[name]['model_tokens']:,} model tokens in {result[name]['rows']:,} rows")
+    if student:
+        result["context student"] = student_rate(student, nbest, {**engine, "device": device})
+        result["student_speedup"] = (result[f"context {context}, shared prefixes"]["seconds"]
+                                     / result["context student"]["seconds"])
+        info(f"context student: {result['context student']['hyps_per_s']:.1f} hyp/s; "
+             f"{result['student_speedup']:.1f}x the causal LM with context")
     plain, with_context = "no context", f"context {context}"
     result["prefix_sharing_speedup"] = {
         label: result[f"{label}, every row in full"]["seconds"] / result[f"{label}, shared prefixes"]["seconds"]
@@ -55,3 +64,18 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
           f"{result['prefix_sharing_speedup'][with_context]:.2f}x with; context {context} costs "
           f"{result['context_cost']:.2f}x no context (every row in full: {result['context_cost_unshared']:.2f}x)")
     return save(result, out_dir, f"bench_context_{device}.json")
+
+
+def student_rate(student: str, nbest: Any, engine: dict[str, Any]) -> dict[str, Any]:
+    """Hypotheses per second of a student that reads context, on ``nbest`` with its own context, and the model
+    tokens and rows it reads."""
+    from ..context import scored_texts
+    from ..engine import load_scorer
+
+    scorer = load_scorer("student", student, **engine)
+    texts = scored_texts(nbest, scorer.context, scorer.normaliser)
+    pool = scorer.adapter.pool(scorer.adapter.prepare_all(list(dict.fromkeys(texts))))
+    seconds = best_time(lambda: scorer.compute(texts, normalise=False), 1)
+    return {"seconds": seconds, "hyps_per_s": len(texts) / seconds, "model": student,
+            "context": scorer.context.signature if scorer.context else None,
+            "model_tokens": int(pool.length.sum()), "rows": int(pool.rows)}

@@ -9,6 +9,8 @@ Targets are standardised in training; ``config.rescorer_student`` holds the scal
 A student of a teacher that reads context (``ll_ctx``) reads it too: the previous utterances' 1-bests, as the
 teacher's context rule gives them, cut to their last ``context.tokens`` tokens, are the first text of a sentence
 pair and the hypothesis the second (:func:`student_inputs`); ``config.rescorer_student.context`` records the rule.
+Such a student has a head on every position (the sentence level reads it at the hypothesis's last token), and the
+hypotheses after one context share a row that reads the context once (``rescorer.scorers.segments``).
 """
 from __future__ import annotations
 
@@ -21,8 +23,16 @@ from ..errors import ConfigError
 from ..normalise import Normaliser
 from .base import TOKENIZE_CHUNK, Scorer, no_grad_context
 from .rows import RowPool, concat, padded
+from .segments import Packed, SegmentInput, pack, rows_batch
 
-LEVELS = {"sentence": "AutoModelForSequenceClassification", "token": "AutoModelForTokenClassification"}
+LEVELS = ("sentence", "token")
+
+
+def student_class(level: str, context: Any) -> str:
+    """The student's model class: a head on every position where each token is predicted or where a row holds
+    several texts after their shared context (a student with context); one on the first position otherwise."""
+    return ("AutoModelForTokenClassification" if level == "token" or context
+            else "AutoModelForSequenceClassification")
 
 
 def student_info(config: Any, path: str) -> dict[str, Any]:
@@ -47,11 +57,11 @@ def student_normaliser(info: dict[str, Any], case: str | None, append_period: bo
     return asked
 
 
-def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
-                   ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """How a student reads each text, in training and in scoring alike: its token ids and the positions of the
-    hypothesis's tokens (those it scores). A conditional text (``context.conditional``) is the pair (the context's
-    last ``context_tokens`` tokens, the hypothesis); a text without context is the hypothesis alone."""
+def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0) -> list[SegmentInput]:
+    """How a student reads each text, in training and in scoring alike: its token ids, the positions of the
+    hypothesis's tokens (those it scores) and how many leading ids are its context. A conditional text
+    (``context.conditional``) is the pair (the context's last ``context_tokens`` tokens, the hypothesis); a text
+    without context is the hypothesis alone."""
     if len(texts) > TOKENIZE_CHUNK:
         return [found for at in range(0, len(texts), TOKENIZE_CHUNK)
                 for found in student_inputs(tokenizer, texts[at : at + TOKENIZE_CHUNK], context_tokens)]
@@ -61,7 +71,7 @@ def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
     if any(context for context, _ in parts) and not context_tokens:
         raise ConfigError("a text read after its context, for a student that reads none")
     cut = _last_tokens([c for c, _ in parts if c], tokenizer, context_tokens)
-    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(parts)
+    out: list[SegmentInput | None] = [None] * len(parts)
     for paired in (False, True):  # the texts without context, then the pairs: one tokenizer call each
         at = [i for i, (context, _) in enumerate(parts) if bool(context) == paired]
         if not at:
@@ -69,9 +79,18 @@ def student_inputs(tokenizer: Any, texts: Sequence[str], context_tokens: int = 0
         hypotheses = [parts[i][1] for i in at]
         encoded = tokenizer([cut[parts[i][0]] for i in at], hypotheses) if paired else tokenizer(hypotheses)
         for k, i in enumerate(at):
+            ids = np.asarray(encoded["input_ids"][k], dtype=np.int64)
             own = np.flatnonzero(np.asarray([part == int(paired) for part in encoded.sequence_ids(k)]))
-            out[i] = (np.asarray(encoded["input_ids"][k], dtype=np.int64), own)
+            prefix = (int(own[0]) if len(own) else len(ids) - 1) if paired else 0
+            out[i] = SegmentInput(ids, own, prefix)
     return out  # type: ignore[return-value]
+
+
+def readout(inputs: Sequence[SegmentInput], packed: Packed, summary: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Where each text's scores are read in its row, concatenated, and where each text's begin: the column of each
+    scored token, or (``summary``, the sentence level) its last token's column once per scored token."""
+    return concat([packed.text_at[s] + (np.full(len(text.scored), len(text.ids) - 1) if summary else text.scored)
+                   for s, text in enumerate(inputs)])
 
 
 def _last_tokens(contexts: Sequence[str], tokenizer: Any, tokens: int) -> dict[str, str]:
@@ -119,7 +138,8 @@ class StudentScorer(Scorer):
         config = load_config(model, revision) if loaded is None else loaded[1].config
         self.info = student_info(config, model)
         super().__init__(normaliser=student_normaliser(self.info, case, append_period, model), **common)
-        self.load_model(getattr(transformers, LEVELS[self.info["level"]]), model, device, dtype, loaded,
+        self.load_model(getattr(transformers, student_class(self.level, self.info.get("context"))), model, device,
+                        dtype, loaded,
                         revision=revision)
         self.model.eval()
         learnt = student_context(self.info, context, model)
@@ -137,38 +157,41 @@ class StudentScorer(Scorer):
         read = {"context": context.signature} if context else {}
         return self._signature(model=self.model_tag, level=self.level, dtype=self.dtype_name, **read)
 
-    def prepare(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    def prepare(self, text: str) -> SegmentInput:
         return self.prepare_all([text])[0]
 
-    def prepare_all(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Token ids and the positions of the hypothesis's tokens of each text (:func:`student_inputs`)."""
+    def prepare_all(self, texts: Sequence[str]) -> list[SegmentInput]:
+        """Token ids, scored positions and context of each text (:func:`student_inputs`)."""
         return student_inputs(self.tokenizer, texts, self.context.tokens if self.context else 0)
 
-    def pool(self, sentences: Sequence[tuple[np.ndarray, np.ndarray]]) -> RowPool:
-        """One row per sentence with scored tokens; ``positions`` (concatenated) says where they are."""
-        positions, position_start = concat([scored for _, scored in sentences])
-        targets = np.fromiter((len(scored) for _, scored in sentences), dtype=np.int64, count=len(sentences))
-        return RowPool.one_per_sentence([ids for ids, _ in sentences], targets, targets > 0, positions=positions,
-                                        position_start=position_start)
+    def pool(self, sentences: Sequence[SegmentInput]) -> RowPool:
+        """Rows of consecutive texts with the same context (``rescorer.scorers.segments``); a row's targets are
+        its texts' scored tokens, in order, read from the ``columns`` of its outputs."""
+        packed = pack(sentences)
+        columns, column_start = readout(sentences, packed, self.level == "sentence")
+        targets = np.fromiter((len(text.scored) for text in sentences), dtype=np.int64, count=len(sentences))
+        before = np.r_[0, np.cumsum(targets)]
+        count = before[packed.row_first + packed.row_texts] - before[packed.row_first]
+        return RowPool(packed.row_first, packed.row_length, np.zeros(len(count), dtype=np.int64), count, targets,
+                       {"packed": packed, "columns": columns, "column_start": column_start[packed.row_first]},
+                       span=packed.row_texts if np.any(packed.row_texts > 1) else None)
 
-    def predict(self, ids: Any, attention: Any) -> Any:
-        """Standardised outputs: [batch] (sentence) or [batch, positions] (token)."""
-        out = self.model(input_ids=ids, attention_mask=attention).logits[..., 0]
-        return out.float()
+    def predict(self, ids: Any, attention: Any, position: Any = None) -> Any:
+        """Standardised outputs: [batch] (a head on the first position) or [batch, positions]."""
+        return self.model(input_ids=ids, attention_mask=attention, position_ids=position).logits[..., 0].float()
 
     def forward(self, pool: RowPool, picked: np.ndarray) -> Callable[[], np.ndarray]:
         d = pool.data
-        batch, valid = padded(d["ids"], d["start"][picked], pool.length[picked], self.tokenizer.pad_token_id or 0)
-        attention = np.ones(batch.shape, dtype=np.int64) if valid is None else valid.astype(np.int64)
+        ids, position, attention = rows_batch(d["packed"], picked, self.tokenizer.pad_token_id or 0)
         with no_grad_context(self.device, self.dtype):
-            ready = self.to_host(self.predict(self.to_device(batch), self.to_device(attention)))
+            ready = self.to_host(self.predict(self.to_device(ids), self.to_device(attention),
+                                              None if position is None else self.to_device(position)))
         count = pool.count[picked]
-        sentence = pool.sentence[picked]
 
         def collect() -> np.ndarray:
             values = ready() * self.info["std"] + self.info["mean"]
-            if self.level == "sentence":
+            if values.ndim == 1:  # one text a row, one output
                 return np.repeat(values.astype(np.float32)[:, None], int(count.max(initial=0)), axis=1)
-            scored, _ = padded(d["positions"], d["position_start"][sentence], count, 0)
-            return np.take_along_axis(values, scored, axis=1).astype(np.float32)
+            columns, _ = padded(d["columns"], d["column_start"][picked], count, 0)
+            return np.take_along_axis(values, columns, axis=1).astype(np.float32)
         return collect

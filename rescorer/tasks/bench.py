@@ -19,7 +19,7 @@ def run(cfg: Any) -> dict[str, Any]:
         return bench_host(options["host_n"], max(3, options["repeats"]), options["cache"], cfg.out_dir)
     if options["kind"] == "context":
         return bench_context(options["causal"], options["utterances"], options["top"], options["context"], engine,
-                             cfg.out_dir)
+                             cfg.out_dir, options["context_student"])
     if options["kind"] == "student":
         return bench_student(options["student"], options["teacher"], options["n"], engine, cfg.out_dir)
     keys = ("kind", "size", "n", "repeats", "cache", "tokenizer", "bf16_texts")

@@ -23,8 +23,10 @@ from ..context import scored_texts, split
 from ..engine import load_scorer
 from ..errors import ConfigError
 from ..scorers.loading import resolve_device
-from ..scorers.student import LEVELS, student_inputs
-from .batches import epoch_indices, pad
+from ..scorers.rows import padded
+from ..scorers.segments import pack, rows_batch
+from ..scorers.student import LEVELS, readout, student_class, student_inputs
+from .batches import epoch_indices
 from .loop import Limits, Objective, optimise, start_run, train
 
 
@@ -123,7 +125,7 @@ def student_token_counts(init: str, texts: Sequence[str], context: int = 0) -> l
     read after ``context`` tokens of its context)."""
     from transformers import AutoTokenizer
 
-    return [len(scored) for _, scored in student_inputs(AutoTokenizer.from_pretrained(init), texts, context)]
+    return [len(text.scored) for text in student_inputs(AutoTokenizer.from_pretrained(init), texts, context)]
 
 
 def dev_scorer(cfg: DistillConfig, tokenizer: Any, model: Any, device: str) -> Any:
@@ -161,7 +163,7 @@ class Distillation(Objective):
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # a new head is expected: no "newly initialized" warning
         torch.manual_seed(self.cfg.seed)  # the new head's initial weights
-        auto = getattr(transformers, LEVELS[self.cfg.level])
+        auto = getattr(transformers, student_class(self.cfg.level, self.info.get("context")))
         self.model = auto.from_pretrained(start, num_labels=1).float().to(self.device)
         hf_logging.set_verbosity(verbosity)
         self.model.config.rescorer_student = self.info
@@ -172,37 +174,44 @@ class Distillation(Objective):
     def steps_per_epoch(self) -> int:
         return math.ceil(len(self.targets.train) / self.cfg.batch_size)
 
-    def encode(self, batch: Sequence[tuple[str, np.ndarray]]) -> tuple[Any, Any, Any, Any]:
-        """Input ids, attention mask, standardised targets and the target mask (token level) of a batch."""
+    def predict(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        """The standardised outputs read for each text's scored tokens, [n, W], and which are real: the student's
+        rows and read-out as it scores (``rescorer.scorers.segments``), each text cut to ``max_length`` ids."""
         import torch
 
         context = self.info.get("context")
-        read = student_inputs(self.tokenizer, [t for t, _ in batch], context["tokens"] if context else 0)
-        ids, real = pad([found[: self.cfg.max_length] for found, _ in read], self.tokenizer.pad_token_id)
-        scored = torch.zeros(ids.shape, dtype=torch.bool)
-        for b, (_, positions) in enumerate(read):
-            scored[b, torch.from_numpy(positions[positions < self.cfg.max_length])] = True
-        mean, std = self.info["mean"], self.info["std"]
-        if self.cfg.level == "sentence":
-            target = torch.tensor([(t.mean() - mean) / std for _, t in batch], dtype=torch.float32)
-        else:
-            target = torch.zeros(scored.shape, dtype=torch.float32)
-            for b, (_, t) in enumerate(batch):
-                where = scored[b].nonzero()[:, 0]
-                if len(where) != len(t):
-                    raise ConfigError(f"the student's tokenizer splits {batch[b][0]!r} into {len(where)} tokens, the "
-                                      f"teacher's into {len(t)}: a token-level student needs the teacher's tokenizer")
-                target[b, where] = torch.as_tensor((t - mean) / std, dtype=torch.float32)
-        return (torch.from_numpy(ids).to(self.device), torch.from_numpy(real.astype(np.int64)).to(self.device),
-                target.to(self.device), scored.to(self.device))
+        inputs = [text.cut(self.cfg.max_length) for text in
+                  student_inputs(self.tokenizer, texts, context["tokens"] if context else 0)]
+        packed = pack(inputs)
+        ids, position, attention = rows_batch(packed, np.arange(len(packed.row_start)), self.tokenizer.pad_token_id)
+        tensor = lambda array: None if array is None else torch.from_numpy(array).to(self.device)  # noqa: E731
+        out = self.model(input_ids=tensor(ids), attention_mask=tensor(attention),
+                         position_ids=tensor(position)).logits[..., 0].float()
+        columns, start = readout(inputs, packed, self.cfg.level == "sentence")
+        index, valid = padded(columns, start, np.array([len(text.scored) for text in inputs]), 0)
+        real = torch.from_numpy(np.ones(index.shape, dtype=bool) if valid is None else valid).to(self.device)
+        rows = torch.from_numpy(np.maximum(packed.text_row, 0)).to(self.device)
+        if out.dim() == 1:  # one text a row, one output
+            return out[rows][:, None].expand(index.shape), real
+        return out[rows[:, None], torch.from_numpy(index).to(self.device)], real
 
     def squared_errors(self, batch: Sequence[tuple[str, np.ndarray]]) -> tuple[Any, int]:
         """Sum of squared errors over the batch's targets, and how many targets there were."""
-        ids, attention, target, scored = self.encode(batch)
-        out = self.model(input_ids=ids, attention_mask=attention).logits[..., 0].float()
+        import torch
+
+        values, real = self.predict([text for text, _ in batch])
+        mean, std = self.info["mean"], self.info["std"]
         if self.cfg.level == "sentence":
-            return ((out - target) ** 2).sum(), len(batch)
-        return ((out - target) ** 2)[scored].sum(), int(scored.sum())
+            target = torch.tensor([(t.mean() - mean) / std for _, t in batch], dtype=torch.float32)
+            read = real[:, 0]
+            return ((values[:, 0] - target.to(self.device)) ** 2)[read].sum(), int(read.sum())
+        target = torch.zeros(values.shape, dtype=torch.float32)
+        for b, (text, t) in enumerate(batch):
+            if int(real[b].sum()) != len(t):
+                raise ConfigError(f"the student's tokenizer splits {text!r} into {int(real[b].sum())} tokens, the "
+                                  f"teacher's into {len(t)}: a token-level student needs the teacher's tokenizer")
+            target[b, : len(t)] = torch.as_tensor((t - mean) / std, dtype=torch.float32)
+        return ((values - target.to(self.device)) ** 2)[real].sum(), int(real.sum())
 
     def step(self, index: int) -> dict[str, float]:
         picked = epoch_indices(index, len(self.targets.train), self.cfg.batch_size, self.cfg.seed)

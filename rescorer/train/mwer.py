@@ -113,11 +113,9 @@ class MWERDistillation(Distillation):
         pll = torch.full((len(texts),), -torch.inf, device=self.device)
         rows = [i for i, t in enumerate(texts) if t in self.teacher_tokens]
         if rows:
-            ids, attention, _, scored = self.encode([(texts[i], self.teacher_tokens[texts[i]]) for i in rows])
-            per_token = self.model(input_ids=ids, attention_mask=attention).logits[..., 0].float()
-            per_token = per_token * self.info["std"] + self.info["mean"]
-            pll = pll.index_put((torch.tensor(rows, device=self.device),), per_token * scored.sum(1)
-                                if self.cfg.level == "sentence" else (per_token * scored).sum(1))
+            values, real = self.predict([texts[i] for i in rows])
+            per_token = values * self.info["std"] + self.info["mean"]
+            pll = pll.index_put((torch.tensor(rows, device=self.device),), (per_token * real).sum(1))
         return pll
 
     def step(self, index: int) -> dict[str, float]:
