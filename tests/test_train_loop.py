@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from rescorer.train import loop
-from rescorer.train.batches import epoch_indices, pad, stream_indices
+from rescorer.train.batches import block_indices, epoch_indices, pad, stream_indices
 from rescorer.train.causal import CausalConfig, train_causal
 from rescorer.train.loop import Limits, Objective, optimise, train, warmup_linear
 from rescorer.train.scratch import Shape, build_lm, word_tokenizer
@@ -197,6 +197,10 @@ def test_limits_stop_where_they_should(corpus, tmp_path, monkeypatch):
 def test_batches_cover_each_epoch_and_pad_rows():
     epoch = np.concatenate([epoch_indices(s, 10, 4, seed=3) for s in range(3)])
     assert sorted(epoch) == list(range(10)) and len(epoch_indices(2, 10, 4, seed=3)) == 2
+    blocks = [block_indices(s, 10, 4, seed=3).tolist() for s in range(3)]
+    assert sorted(blocks) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # consecutive examples, every one once an epoch
+    first, second = ([int(block_indices(s, 100, 4, seed=3)[0]) for s in range(e * 25, e * 25 + 25)] for e in (0, 1))
+    assert sorted(first) == sorted(second) == list(range(0, 100, 4)) and first != second  # reshuffled each epoch
     stream = np.concatenate([stream_indices(s, 12, 4, seed=3) for s in range(3)])
     assert sorted(stream) == list(range(12)) and not np.array_equal(stream, stream_indices(3, 12, 12, seed=3))
     ids, mask = pad([[5, 6, 7], [8]], 0)

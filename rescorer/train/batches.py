@@ -26,6 +26,16 @@ def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
     return order[index * size : (index + 1) * size]
 
 
+def block_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
+    """Examples of batch ``step`` when every epoch has ``ceil(n / size)`` batches of ``size`` consecutive examples
+    (the last one short), taken in a permutation seeded by ``[seed, epoch]``: examples that belong together (the
+    hypotheses read after one context) stay in one batch."""
+    blocks = math.ceil(n / size)
+    epoch, index = divmod(step, blocks)
+    block = int(np.random.default_rng([seed, epoch]).permutation(blocks)[index])
+    return np.arange(block * size, min((block + 1) * size, n))
+
+
 def pad(rows: Sequence[Sequence[int]], value: int) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` right-padded with ``value`` into an int64 array (the scorers' ``rows.padded``), and the mask of
     real entries."""

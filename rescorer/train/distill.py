@@ -26,7 +26,7 @@ from ..scorers.loading import resolve_device
 from ..scorers.rows import padded
 from ..scorers.segments import pack, rows_batch
 from ..scorers.student import LEVELS, readout, student_class, student_inputs
-from .batches import epoch_indices
+from .batches import block_indices, epoch_indices
 from .loop import Limits, Objective, optimise, start_run, train
 
 
@@ -214,7 +214,9 @@ class Distillation(Objective):
         return ((values - target.to(self.device)) ** 2)[real].sum(), int(real.sum())
 
     def step(self, index: int) -> dict[str, float]:
-        picked = epoch_indices(index, len(self.targets.train), self.cfg.batch_size, self.cfg.seed)
+        # a student with context learns from an utterance's hypotheses together: one row reads their context once
+        batches = block_indices if self.info.get("context") else epoch_indices
+        picked = batches(index, len(self.targets.train), self.cfg.batch_size, self.cfg.seed)
         total, count = self.squared_errors([self.targets.train[i] for i in picked])
         loss = total / count
         optimise(self, loss, clip=None)
