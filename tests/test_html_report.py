@@ -219,3 +219,14 @@ def test_the_templates_mark_no_text_as_safe_markup():
     for path in templates:
         source = path.read_text(encoding="utf-8")
         assert not re.search(r"\|\s*safe\b|autoescape\s+false|\bMarkup\b", source), path.name
+
+
+def test_a_list_of_the_first_changes_says_how_many_there_were_in_all(page):
+    """A set whose changes were kept in part (the first ones) says so; one kept whole does not."""
+    from rescorer.changes import changed
+
+    kept = changed(["u1", "u2"], ["a b", "c"], ["a c", "d"], None)
+    report = {"task": "apply", "data": "new", "metric": "wer", "tuned": "t.yaml", "tuned_on": "dev",
+              "sets": {"test": {"utterances": 90000, "changed_1best": 41223, "references": False}}}
+    assert "The first 2 of the 41,223 changed 1-bests" in html_page(report, {"test": kept}, None)
+    assert "changed 1-bests\nare listed" not in page

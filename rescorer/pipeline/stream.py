@@ -28,7 +28,7 @@ from .scoring import perplexity
 from .tuned import Tuned
 
 Output = Callable[[NBest], None]  # takes each re-ranked piece, in order
-EXAMPLES = 10_000  # changed 1-bests an input keeps to show (all are counted)
+EXAMPLES = 2_000  # changed 1-bests an input keeps to show, the first ones (all are counted)
 CHUNK = 10_000  # utterances scored together (a recording is never split)
 
 

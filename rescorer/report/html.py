@@ -102,11 +102,12 @@ def set_section(name: str, entry: Mapping[str, Any], metric: str, changes: Seque
     unit = {"wer": "WER in percent, lower is better", "bleu": "BLEU, higher is better"}.get(metric, metric.upper())
     scored = any(k in entry for k in ("baseline", "rescored", "oracle"))
     return {"name": name, "tuned_here": bool(entry.get("tuned_on_this_set")), "caption": unit if scored else "",
-            "cells": number_cells(entry, metric), "changes": ChangeItems(changes), "offered": offered(changes)}
+            "cells": number_cells(entry, metric), "changes": ChangeItems(changes), "offered": offered(changes),
+            "changed": max(int(entry.get("changed_1best") or 0), len(changes))}
 
 
 class ChangeItems(Sequence):
-    """Each change as :func:`change_item` shows it, made as the page is written: the page of ten thousand changes
+    """Each change as :func:`change_item` shows it, made as the page is written: the page of thousands of changes
     never holds all of them at once."""
 
     def __init__(self, changes: Sequence[Change]):
