@@ -274,3 +274,27 @@ def test_an_export_that_cannot_be_written_is_one_line_and_keeps_the_student(tiny
     assert "task.export=" in lines[0] and "afile" in lines[0] and str(tmp_path / "out" / "student") in lines[0]
     assert (tmp_path / "out" / "student" / "config.json").exists()
     assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_student_of_a_causal_teacher_ships_as_its_difference_to_the_encoder_it_started_from(tiny_models, tmp_path):
+    """`task.export` of a student of an `ll` teacher: the difference is taken to `task.init` (the teacher is no
+    encoder), and the student rebuilt from it scores as the trained one."""
+    import subprocess
+    import sys
+
+    from rescorer.shipped import rebuild_student
+
+    (tmp_path / "texts.txt").write_text("\n".join(demo_texts()[:40]) + "\n")
+    result = subprocess.run([sys.executable, "-m", "rescorer.cli", "task=distill", "scorer@task.teacher=ll",
+                             f"model.causal.path={tiny_models['gpt2']}", f"task.init={tiny_models['bert']}",
+                             f"task.texts=[{tmp_path}/texts.txt]", "task.max_texts=40", "task.epochs=1",
+                             "task.batch_size=16", "task.dev_fraction=0.3", "task.heldout=false",
+                             "engine.progress=false", "engine.device=cpu", f"task.export={tmp_path}/shipped",
+                             f"engine.store={tmp_path}/s.sqlite", f"out_dir={tmp_path}/out"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rebuild_student(tmp_path / "shipped", tiny_models["bert"], tmp_path / "rebuilt")
+    texts = demo_texts()[40:60]
+    trained, rebuilt = (load_scorer("student", str(path), store=None, device="cpu").score(texts)
+                        for path in (tmp_path / "out" / "student", tmp_path / "rebuilt"))
+    np.testing.assert_allclose(rebuilt, trained, atol=0.05)

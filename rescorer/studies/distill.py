@@ -104,7 +104,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
         report["sets"] = heldout(teacher, engine, out / "student", sets, (texts, nbests), out)
     if task["export"]:
         try:
-            report["export"] = export_student(out / "student", teacher["model"], task["export"])
+            report["export"] = export_student(out / "student", task["init"] or teacher["model"], task["export"])
         except OSError as err:
             raise ConfigError(f"task.export={task['export']}: {err.strerror or err}; the trained student is in "
                               f"{out / 'student'} (rerun to export it)") from err
