@@ -3,8 +3,9 @@
 # previous 5 utterances of the chapter (ll_ctx) on the unlabelled 30-best hypotheses of all of dev_clean (its
 # references are never read), then judged beside ESPnet's score, the shipped student and ll_ctx on dev_other (tuned
 # there, top 10) and test_clean, each with and without task.retune=auto.
-#   stage 1 distill  the teacher's scores of dev_clean's ~81k hypotheses, each after its context, through the store
-#                    (about 2.5 h on one CPU thread; a stop resumes where it was, nothing is scored twice; minutes on
+#   stage 1 distill  the teacher's scores of dev_clean's ~81k hypotheses, each after its context, and of 3,000 segments
+#                    of the shipped corpora (with nothing before them), through the store
+#                    (about 1.5 h on one CPU thread; a stop resumes where it was, nothing is scored twice; minutes on
 #                    a GPU), then the student, started from the masked LM's encoder, checkpoints picked on a held-out
 #                    5% of those texts → $exp/distill/student
 #   stage 2 convert  dev_other and test_clean, top 10 → canonical JSONL
@@ -32,7 +33,7 @@ student=$exp/distill/student
 
 distill() {
   "$rescorer" "${common[@]}" task=distill 'scorer@task.teacher=ll_ctx' "task.init=\${model.masked.path}" \
-    'task.texts=[]' "+task.hypotheses.dev_clean={nbest: $root/dev_clean, fmt: espnet2}" task.max_length=320 \
+    "+task.hypotheses.dev_clean={nbest: $root/dev_clean, fmt: espnet2}" task.max_length=320 \
     "task.epochs=$epochs" "task.max_seconds=$max_seconds" task.heldout=false "out_dir=$exp/distill"
 }
 
