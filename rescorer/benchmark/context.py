@@ -20,7 +20,6 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
     from ..engine import load_scorer
     from ..io.sets import NBestSet
     from ..paths import ROOT, data_root
-    from ..context import scored_texts
     from ..scorers.loading import resolve_device
 
     shared = data_root() / "librispeech-espnet-30best" / "dev_other"
@@ -38,16 +37,14 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
         for share in (False, True):
             scorer = load_scorer("ll", model, loaded=(adapter.tokenizer, adapter.model), share_prefixes=share,
                                  **options, **common)
-            texts = scored_texts(nbest, scorer.context, scorer.normaliser)
-            pool = scorer.adapter.pool(scorer.adapter.prepare_all(list(dict.fromkeys(texts))))
-            seconds = best_time(lambda: scorer.compute(texts, normalise=False), 1)
             name = f"{label}, {'shared prefixes' if share else 'every row in full'}"
-            result[name] = {"seconds": seconds, "hyps_per_s": len(texts) / seconds,
-                            "model_tokens": int(pool.length.sum()), "rows": int(pool.rows)}
+            result[name] = rate(scorer, nbest)
             info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({seconds:.1f} s), "
                   f"{result[name]['model_tokens']:,} model tokens in {result[name]['rows']:,} rows")
     if student:
-        result["context student"] = student_rate(student, nbest, {**engine, "device": device})
+        scorer = load_scorer("student", student, **{**engine, "device": device})
+        result["context student"] = {**rate(scorer, nbest), "model": student,
+                                     "context": scorer.context.signature if scorer.context else None}
         result["student_speedup"] = (result[f"context {context}, shared prefixes"]["seconds"]
                                      / result["context student"]["seconds"])
         info(f"context student: {result['context student']['hyps_per_s']:.1f} hyp/s; "
@@ -66,16 +63,14 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
     return save(result, out_dir, f"bench_context_{device}.json")
 
 
-def student_rate(student: str, nbest: Any, engine: dict[str, Any]) -> dict[str, Any]:
-    """Hypotheses per second of a student that reads context, on ``nbest`` with its own context, and the model
-    tokens and rows it reads."""
-    from ..context import scored_texts
-    from ..engine import load_scorer
 
-    scorer = load_scorer("student", student, **engine)
+def rate(scorer: Any, nbest: Any) -> dict[str, Any]:
+    """Hypotheses per second of ``scorer`` on ``nbest`` (each read after its context, where it reads one), and the
+    model tokens and rows it reads."""
+    from ..context import scored_texts
+
     texts = scored_texts(nbest, scorer.context, scorer.normaliser)
     pool = scorer.adapter.pool(scorer.adapter.prepare_all(list(dict.fromkeys(texts))))
     seconds = best_time(lambda: scorer.compute(texts, normalise=False), 1)
-    return {"seconds": seconds, "hyps_per_s": len(texts) / seconds, "model": student,
-            "context": scorer.context.signature if scorer.context else None,
-            "model_tokens": int(pool.length.sum()), "rows": int(pool.rows)}
+    return {"seconds": seconds, "hyps_per_s": len(texts) / seconds, "model_tokens": int(pool.length.sum()),
+            "rows": int(pool.rows)}

@@ -139,8 +139,7 @@ class StudentScorer(Scorer):
         self.info = student_info(config, model)
         super().__init__(normaliser=student_normaliser(self.info, case, append_period, model), **common)
         self.load_model(getattr(transformers, student_class(self.level, self.info.get("context"))), model, device,
-                        dtype, loaded,
-                        revision=revision)
+                        dtype, loaded, revision=revision)
         self.model.eval()
         learnt = student_context(self.info, context, model)
         self.read_context(learnt and learnt.to_dict(), model)
