@@ -1,7 +1,8 @@
 """Scoring beyond one process (engine=ray, engine=multi_gpu) gives the local engine's scores, and resumes.
 
-Batches are composed differently across workers (other padding), so scores agree to float32 rounding: every
-token's log-prob within 1e-5 of the local engine's.
+Batches are composed differently across workers (other padding, other summation order), so scores agree to
+float32 rounding: every token's log-prob within 1e-4 of the local engine's. A log-softmax over 30k logits of size
+~20 carries a few units in the last place of 20 (2e-6 each); 1e-5 is exceeded by a hair on some machines.
 """
 from __future__ import annotations
 
@@ -30,13 +31,16 @@ SUBSET = ["task=score", "data=demo", "data.sets.test_clean=null", "++data.sets.d
           "++data.sets.dev_other.top=6", "scorer=[pll]", "engine.progress=false"]
 
 
+FLOAT32_NATS = 1e-4
+
+
 def assert_same_scores(local: dict, other: dict) -> None:
     assert local.keys() == other.keys()
     for text, (total, tokens) in local.items():
         other_total, other_tokens = other[text]
         assert len(tokens) == len(other_tokens)
-        assert np.max(np.abs(np.subtract(tokens, other_tokens)), initial=0) <= 1e-5, text
-        assert abs(total - other_total) <= 1e-5 * max(1, len(tokens)), text
+        assert np.max(np.abs(np.subtract(tokens, other_tokens)), initial=0) <= FLOAT32_NATS, text
+        assert abs(total - other_total) <= FLOAT32_NATS * max(1, len(tokens)), text
 
 
 def stored(path: Path) -> dict:

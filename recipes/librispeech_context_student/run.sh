@@ -33,7 +33,7 @@ student=$exp/distill/student
 
 distill() {
   "$rescorer" "${common[@]}" task=distill 'scorer@task.teacher=ll_ctx' "task.init=\${model.masked.path}" \
-    "+task.hypotheses.dev_clean={nbest: $root/dev_clean, fmt: espnet2}" task.max_length=320 \
+    "+task.hypotheses.dev_clean={nbest: $root/dev_clean, fmt: espnet2}" task.max_length=320 task.eval_every=1000 \
     "task.epochs=$epochs" "task.max_seconds=$max_seconds" task.heldout=false "out_dir=$exp/distill"
 }
 
