@@ -177,6 +177,8 @@ def test_a_teacher_reading_context_is_distilled_from_the_lists_into_a_student_th
     for text, values in pairs[:20]:
         assert values.sum() == pytest.approx(scorer.compute([text], normalise=False).totals[0], rel=1e-6)
     result = distill(cfg)
+    run = json.loads((tmp_path / "ctx" / "config.json").read_text())  # the run's options: its lists by their size
+    assert run["nbests"] == [{"utterances": len(lists[0]), "hypotheses": lists[0].num_hypotheses}]
     info = json.loads((Path(result["student"]) / "config.json").read_text())["rescorer_student"]
     assert (info["context"]["utterances"], info["context"]["tokens"]) == (1, 24)
     student = load_scorer("student", result["student"], store=None, device="cpu")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -243,8 +243,9 @@ def distill(cfg: DistillConfig, objective: Distillation | None = None,
             options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train (or resume training) a student by regression on the teacher's scores, or by another ``objective``
     (its ``options`` recorded with the run); ``out_dir/student`` is the best checkpoint so far."""
-    recorded = {k: v for k, v in asdict(cfg).items() if k != "texts"}
-    out = start_run(cfg.out_dir, {**recorded, "texts": len(cfg.texts), **(options or {})})
+    sizes = {"texts": len(cfg.texts), "nbests": [{"utterances": len(n), "hypotheses": n.num_hypotheses}
+                                                 for n in cfg.nbests]}  # the data is recorded by its size
+    out = start_run(cfg.out_dir, {**asdict(replace(cfg, texts=[], nbests=[])), **sizes, **(options or {})})
     objective = objective or Distillation(cfg)
     limits = Limits(steps=cfg.epochs * objective.steps_per_epoch, eval_every=cfg.eval_every,
                     max_seconds=cfg.max_seconds, patience=cfg.patience, record_at_stop=True)
