@@ -5,9 +5,9 @@
 # there, top 10) and test_clean, each with and without task.retune=auto.
 #   stage 1 distill  the teacher's scores of dev_clean's ~81k hypotheses, each after its context, and of 3,000 segments
 #                    of the shipped corpora (with nothing before them), through the store
-#                    (about 1.5 h on one CPU thread; a stop resumes where it was, nothing is scored twice; minutes on
-#                    a GPU), then the student, started from the masked LM's encoder, checkpoints picked on a held-out
-#                    5% of those texts → $exp/distill/student
+#                    (about 1.5 h on one CPU thread, 51 min on two; a stop resumes where it was, nothing is scored
+#                    twice; minutes on a GPU), then the student, started from the masked LM's encoder, checkpoints
+#                    picked on a held-out 5% of those texts → $exp/distill/student
 #   stage 2 convert  dev_other and test_clean, top 10 → canonical JSONL
 #   stage 3 score    columns student (shipped), ll_ctx and ctx_student (the new one); --lms "student ctx_student"
 #                    leaves out ll_ctx (about 50 min of the two sets' 55k texts on 2 CPU cores)
@@ -40,9 +40,11 @@ distill() {
 }
 
 tune_one() {  # tune_one SYSTEM RETUNE COLUMN...: ESPnet's score + the columns' weights tuned on dev_other
-  local system=$1 retune=$2 columns="" column; shift 2
+  local system=$1 retune=$2 columns="" column lists=$exp/scored; shift 2
   for column in "$@"; do columns+="$column: {range: [0, 1], step: 0.05}, "; done
-  "$rescorer" "${common[@]}" task=rescore "task.retune=$retune" data=converted "data.root=$exp/scored" 'scorer=[]' \
+  # ESPnet alone reads the lists without LM columns, which task.retune=auto would take for the toolkit's own
+  if [ $# -eq 0 ]; then lists=$exp/converted; fi
+  "$rescorer" "${common[@]}" task=rescore "task.retune=$retune" data=converted "data.root=$lists" 'scorer=[]' \
     "search=$search" task.base.name=score "task.columns={${columns%, }}" task.halves=20 "out_dir=$exp/tune/$system"
 }
 
