@@ -9,7 +9,7 @@ import pytest
 
 import rescorer
 from rescorer.combine import Column
-from rescorer.combine.retune import retune_columns, toolkit_weights
+from rescorer.combine.retune import base_parts, retune_columns, toolkit_weights
 from rescorer.errors import ConfigError
 from rescorer.types import Hypothesis, NBest, Utterance
 
@@ -152,3 +152,31 @@ def test_auto_keeps_the_toolkits_weights_where_re_tuning_them_leaves_the_lm_with
     assert any(n.startswith("task.retune=auto") and n.endswith(": re-tuned") for n in helps.report.notes), \
         helps.report.notes
     assert helps.weights["student"] > 0 and set(helps.weights) == {"student", "decoder", "lm"}
+
+
+def test_lm_columns_a_scoring_run_added_are_not_taken_for_the_toolkits_own(tmp_path, tiny_causal):
+    """Lists scored earlier (``task=score`` writes the LM's column into them) and tuned again without a scorer: the
+    toolkit's own columns are those its score is made of, found by the fit; the LM column is not one of them."""
+    from rescorer.pipeline import score_sets
+
+    lm = rescorer.load_scorer("ll", str(tiny_causal), store=str(tmp_path / "s.sqlite"), progress=False)
+    demo = rescorer.read_nbest(DEMO / "dev_other", refs=DEMO / "dev_other" / "ref.trn")
+    score_sets({"dev": demo}, {"tiny": lm}, tmp_path / "scored", "demo")
+    scored = rescorer.read_nbest(tmp_path / "scored" / "dev.jsonl")
+    assert scored.columns == ["score", "decoder", "ctc", "lm", "tiny"]
+    assert base_parts(scored, Column("score"), []) == ["decoder", "ctc", "lm"]
+    note = rescorer.rescore(sets={"dev": scored}, base="score", retune=None, bootstrap=10).report.notes[-1]
+    assert "toolkit's own column(s) decoder, ctc, lm:" in note, note
+
+
+def test_auto_retunes_the_toolkits_columns_and_never_an_lm_column_the_lists_carry():
+    """A column that would pay to tune (it knows which hypothesis is right where the toolkit's LM errs) carried by
+    the lists, not asked for: ``auto`` re-tunes the toolkit's columns only (the base is ``decoder + 0.1·lm``), and
+    ``all`` every input column, as it says."""
+    lists = planted(600)
+    knows = [value for u, utt in enumerate(lists) for value in ((0.0, -1.0) if u % 3 == 0 else (0.0, 0.0))]
+    carried = lists.with_columns({"student": knows})
+    auto = rescorer.rescore(sets={"dev": carried}, base="score", bootstrap=10)
+    assert set(auto.weights) == {"decoder", "lm"}, auto.weights
+    every = rescorer.rescore(sets={"dev": carried}, base="score", retune="all", bootstrap=10)
+    assert set(every.weights) == {"decoder", "lm", "student"} and every.weights["student"] != 0

@@ -40,11 +40,9 @@ distill() {
 }
 
 tune_one() {  # tune_one SYSTEM RETUNE COLUMN...: ESPnet's score + the columns' weights tuned on dev_other
-  local system=$1 retune=$2 columns="" column lists=$exp/scored; shift 2
+  local system=$1 retune=$2 columns="" column; shift 2
   for column in "$@"; do columns+="$column: {range: [0, 1], step: 0.05}, "; done
-  # ESPnet alone reads the lists without LM columns, which task.retune=auto would take for the toolkit's own
-  if [ $# -eq 0 ]; then lists=$exp/converted; fi
-  "$rescorer" "${common[@]}" task=rescore "task.retune=$retune" data=converted "data.root=$lists" 'scorer=[]' \
+  "$rescorer" "${common[@]}" task=rescore "task.retune=$retune" data=converted "data.root=$exp/scored" 'scorer=[]' \
     "search=$search" task.base.name=score "task.columns={${columns%, }}" task.halves=20 "out_dir=$exp/tune/$system"
 }
 

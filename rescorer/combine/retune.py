@@ -80,23 +80,38 @@ def toolkit_weights(nbest: NBest, base: str, names: Sequence[str]) -> ToolkitWei
 def retune_columns(nbest: NBest, base: Column, names: Sequence[str]) -> tuple[list[Column], ToolkitWeights]:
     """A tuned column per name over a range around its weight in the base (see the module's docstring), and the
     weights of every input column in the base (all fitted together: a part left out would bias the others)."""
-    parts = [c for c in nbest.columns if c != base.name and (c in names or _numeric(nbest, c))]
-    fitted = toolkit_weights(nbest, base.name, [*parts, *(n for n in names if n not in parts)])
-    owners = np.repeat(np.arange(len(nbest)), [len(u.hyps) for u in nbest])
-    base_spread = _spread(nbest.column_array(base.name), owners)
+    fitted, spreads = _fit(nbest, base, names)
     columns = []
     for name in names:
-        spread = _spread(_values(nbest, name), owners)
-        weight = abs(fitted.weights[name])
-        if spread == 0 or base_spread == 0:
+        spread, weight = spreads[name], abs(fitted.weights[name])
+        if spread == 0 or spreads[base.name] == 0:
             half = 1.0
-        elif weight * spread / base_spread < ABSENT:
-            half = 0.5 * base_spread / spread
+        elif weight * spread / spreads[base.name] < ABSENT:
+            half = 0.5 * spreads[base.name] / spread
         else:
             half = weight
         half = _two_digits(half)
         columns.append(Column(name, penalty="none", range=(-half, half), step=half / STEPS))
     return columns, fitted
+
+
+def base_parts(nbest: NBest, base: Column, lm_columns: Sequence[str]) -> list[str]:
+    """The input columns the base is made of, the toolkit's own: those whose fitted weight moves the base by at least
+    :data:`ABSENT` of its spread within an utterance. A column the toolkit did not weigh is none of them: an LM
+    column a scoring run added to the lists, a total a re-ranking wrote, a feature the decoder only reported."""
+    names = [c for c in retune_names(nbest, base, ALL, lm_columns) if _numeric(nbest, c)]
+    fitted, spreads = _fit(nbest, base, names)
+    return [n for n in names if spreads[base.name] and abs(fitted.weights[n]) * spreads[n] >= ABSENT * spreads[base.name]]
+
+
+def _fit(nbest: NBest, base: Column, names: Sequence[str]) -> tuple[ToolkitWeights, dict[str, float]]:
+    """The weights of every input column in the base (all fitted together: a part left out would bias the others),
+    and the spread within an utterance of the base and of each of ``names``."""
+    parts = [c for c in nbest.columns if c != base.name and (c in names or _numeric(nbest, c))]
+    fitted = toolkit_weights(nbest, base.name, [*parts, *(n for n in names if n not in parts)])
+    owners = np.repeat(np.arange(len(nbest)), [len(u.hyps) for u in nbest])
+    spreads = {name: _spread(_values(nbest, name), owners) for name in [base.name, *names]}
+    return fitted, spreads
 
 
 def _numeric(nbest: NBest, name: str) -> bool:
@@ -142,7 +157,7 @@ def with_retuned(columns: Sequence[Column], dev: NBest, base: Column, requested:
     input columns that could be re-tuned)."""
     given = {c.name for c in columns}
     if not requested:
-        others = [c for c in dev.columns if c != base.name and c not in lm_columns and c not in given]
+        others = [c for c in base_parts(dev, base, lm_columns) if c not in given]
         shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
         return list(columns), [f"the lists also carry the toolkit's own column(s) {shown}: task.retune=[{others[-1]}] "
                                "(or all) re-tunes their weights beside the LM's"] if others else []

@@ -76,7 +76,8 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
     :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
     :param retune: the toolkit's own columns re-tuned too (``["lm", "ctc"]``, ``"words"``, ``"all"``, None), or
-        ``"auto"``: all where that holds on held halves of a tuning set of ≥ 500 utterances.
+        ``"auto"``: those the base is made of (an LM column written into the lists is not), where that holds on
+        held halves of a tuning set of ≥ 500 utterances.
     :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
     :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).

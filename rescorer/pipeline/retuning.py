@@ -11,7 +11,7 @@ import numpy as np
 from ..combine import Column, Search
 from ..combine.heldout import half_splits
 from ..combine.interpolate import best_ranks
-from ..combine.retune import ALL, alone_ranks, with_retuned
+from ..combine.retune import alone_ranks, base_parts, with_retuned
 from ..log import info
 from ..metrics import Metric
 from ..types import NBest
@@ -36,15 +36,16 @@ class Retuning:
 
 def plan(columns: Sequence[Column], dev: NBest, base: Column, retune: Sequence[str] | str | None,
          lm_columns: Sequence[str]) -> Retuning:
-    """The columns to tune: ``columns`` plus the input columns ``retune`` asks for (``auto``: every one, to be
-    confirmed by :func:`decided` when the tuning set is large enough; else none)."""
+    """The columns to tune: ``columns`` plus the input columns ``retune`` asks for (``auto``: those the base is made
+    of, :func:`~rescorer.combine.retune.base_parts`, to be confirmed by :func:`decided` when the tuning set is
+    large enough; else none)."""
     auto = retune == AUTO
     if auto and len(dev) < AUTO_MIN_UTTERANCES:
         _, notes = with_retuned(columns, dev, base, None, lm_columns)
         size = (f"task.retune=auto: the tuning set has {len(dev):,} utterances, too few (< {AUTO_MIN_UTTERANCES}) to "
                 "judge re-tuning the toolkit's weights on its halves, so they are kept; ")
         return Retuning(list(columns), [], False, [size + n for n in notes])
-    tuned, notes = with_retuned(columns, dev, base, ALL if auto else retune, lm_columns)
+    tuned, notes = with_retuned(columns, dev, base, base_parts(dev, base, lm_columns) if auto else retune, lm_columns)
     given = {c.name for c in columns}
     retuned = [c.name for c in tuned if c.name not in given]
     return Retuning(tuned, retuned, auto and bool(retuned), notes)
