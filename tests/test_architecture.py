@@ -29,7 +29,8 @@ LAYERS = [
     ("metrics",),
     ("context",),              # which recording each utterance belongs to (by its format), what was said around it
     ("io",),                   # formats
-    ("normalise", "store", "shipped", "filehash", "devtools", "options"),  # filehash: content hashes (models, inputs)
+    ("normalise", "store", "shipped", "filehash", "devtools", "options", "outdir"),  # filehash: content hashes (models,
+    # inputs); outdir: the out_dir every task checks and opens
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version", "safetext", "log", "bulk"),  # safetext: input text safe to show people; log: messages;
     # bulk: many small objects made at once

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rescorer.errors import ConfigError
-from rescorer.pipeline.inputs import NAME_LENGTH, named_inputs
+from rescorer.io.inputs import NAME_LENGTH, named_inputs
 
 
 def touch(*paths):

@@ -20,7 +20,7 @@ import rescorer
 from rescorer.errors import ConfigError, NBestFormatError
 from rescorer.files import atomic_dir, staging_prefix, write_text
 from rescorer.io import read_nbest
-from rescorer.pipeline.outputs import RunDir
+from rescorer.outdir import RunDir
 
 from .conftest import DEMO, ROOT
 from .test_hostile import CTC, RESCORER, assert_one_line_exit_2

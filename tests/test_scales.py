@@ -14,7 +14,7 @@ from rescorer.combine import Column, Features, fast_search
 from rescorer.io import natural_base
 from rescorer.io.sets import NBestSet
 from rescorer.metrics import NBestStats, make_metric
-from rescorer.pipeline.scales import base_per_token, match_scales, search_warnings
+from rescorer.combine.scales import base_per_token, match_scales, search_warnings
 from rescorer.shipped import shipped_model
 from rescorer.types import Hypothesis, NBest, Utterance
 

@@ -21,7 +21,7 @@ import rescorer
 from rescorer.errors import ConfigError
 from rescorer.files import record_text, record_value
 from rescorer.io import write_nbest
-from rescorer.pipeline.inputs import named_inputs
+from rescorer.io.inputs import named_inputs
 from rescorer.pipeline.stream import pieces
 from rescorer.report import Report
 from rescorer.types import Hypothesis, NBest, Utterance

@@ -8,7 +8,8 @@ from ..engine import BoundScorer, ScoredTexts
 from ..report import ScoredSetReport, Scoring, write_report
 from ..types import NBest
 from ..version import TOOL
-from .outputs import OutDir, RunDir, checked_out_dir, run_dir, write_scored
+from ..outdir import OutDir, RunDir, run_dir
+from .outputs import checked_out_dir, write_scored
 from .scoring import check_contexts, score_nbest, set_perplexities
 
 

@@ -12,11 +12,12 @@ from ..io.sets import SUBSET, NBestSet
 from ..metrics import Metric
 from ..types import NBest
 from ..options import FLAG, TEXT, Option, RunOptions, checked
-from .outputs import OutDir, checked_out_dir
+from ..outdir import OutDir
+from .outputs import checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
-from .inputs import named_inputs, named_paths
+from ..io.inputs import named_inputs, named_paths
 from .shards import apply_shards
 from .stream import CHUNK
 from .tuned import Tuned
@@ -76,8 +77,7 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
     :param base: the column of weight 1 (a name, or ``{name, penalty, alpha}``; None: the one the format ranks by).
     :param columns: the tuned columns (``{name: {range, step, penalty, alpha}}``; default: one per scorer).
     :param retune: the toolkit's own columns re-tuned too (``["lm", "ctc"]``, ``"words"``, ``"all"``, None), or
-        ``"auto"``: those the base is made of (an LM column written into the lists is not), where that holds on
-        held halves of a tuning set of ≥ 500 utterances.
+        ``"auto"``: those the base is made of, where that holds on held halves of ≥ 500 utterances.
     :param search: the weight search (``fast``, ``grid``, ``robust``, or ``{name, **options}``).
     :param out_dir: where the run's files go, as ``task=rescore`` writes them; None: nothing is written.
     :param engine: ``engine.*`` settings for scorers given as options (``store``, ``device``, ``threads``, …).
@@ -206,7 +206,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     :param models: where the tuned file's models are when they moved: a directory holding them (by their
         directory name), or ``{column or model name: path}``; each is checked against its tuned content hash.
     :param inputs: instead of ``sets``, a corpus of any size: an N-best file, a directory, a glob, ``@LIST`` (a
-        file listing the shards) or a list of these (:func:`rescorer.pipeline.inputs.named_inputs`), re-ranked by
+        file listing the shards) or a list of these (:func:`rescorer.io.inputs.named_inputs`), re-ranked by
         :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their format; ``chunk``:
         utterances scored together; ``every``, ``top``: as a set's); rerun, a killed apply redoes the rest.
     :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.

@@ -10,7 +10,8 @@ from ..report import EvaluatedSet, Evaluation, write_report
 from ..safetext import visible
 from ..types import NBest
 from ..version import TOOL, signature
-from .outputs import OutDir, checked_out_dir, run_dir
+from ..outdir import OutDir, run_dir
+from .outputs import checked_out_dir
 
 
 def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path | OutDir, data: str) -> Evaluation:

@@ -14,8 +14,7 @@ from ..report.write import report_json
 from ..scorers.loading import model_files
 from ..files import write_text
 from ..shipped import shipped_name
-from .outdir import OutDir, open_out_dir
-from .outputs import run_dir
+from ..outdir import OutDir, open_out_dir, run_dir
 from .portable import Models
 from .tuned import FILE, Tuned
 

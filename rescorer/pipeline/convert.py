@@ -21,9 +21,8 @@ from ..log import info
 from ..options import TEXT, Option, checked
 from ..safetext import visible
 from ..types import CANONICAL, NBest
-from .inputs import KEY, named_inputs, named_paths
-from .outdir import CONVERT, CONVERTED, open_out_dir
-from .outputs import RunDir, run_dir
+from ..io.inputs import KEY, named_inputs, named_paths
+from ..outdir import CONVERT, CONVERTED, RunDir, open_out_dir, run_dir
 
 MAX_SHARDS = 99_999  # the five digits of a shard's number
 OPTIONS = {"fmt": TEXT, "to": TEXT, "top": SUBSET["top"], "every": SUBSET["every"],
@@ -66,7 +65,7 @@ def convert(inputs: str | os.PathLike | Sequence[str | os.PathLike], out_dir: st
     """Convert N-best lists to format ``to`` (default canonical JSONL) into a new ``out_dir``.
 
     :param inputs: an N-best file, a directory, a glob, ``@LIST`` or a list of these, named as
-        :func:`rescorer.apply`'s (:func:`~rescorer.pipeline.inputs.named_inputs`); each is written as its own
+        :func:`rescorer.apply`'s (:func:`~rescorer.io.inputs.named_inputs`); each is written as its own
         output(s) in ``out_dir``.
     :param fmt: the inputs' format (``auto``: detected).
     :param top: each list cut to its best ``top`` hypotheses (None: all).
@@ -81,7 +80,7 @@ def convert(inputs: str | os.PathLike | Sequence[str | os.PathLike], out_dir: st
 
 def write_converted(inputs: str | os.PathLike | Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                     options: Conversion) -> dict[str, Any]:
-    """Each input (:func:`~rescorer.pipeline.inputs.named_inputs`) converted as ``options`` say into ``out_dir``,
+    """Each input (:func:`~rescorer.io.inputs.named_inputs`) converted as ``options`` say into ``out_dir``,
     which is put in place only when every output is written; the summary, in one line and in
     ``out_dir/.converted.json``."""
     named = named_inputs(inputs)

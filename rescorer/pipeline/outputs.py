@@ -3,22 +3,21 @@ all into a staging directory that replaces ``out_dir`` only when the whole run s
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
-from ..errors import ConfigError, NBestFormatError
-from ..files import NAME_LENGTH, atomic_dir, atomic_file, copy_file
+from ..errors import ConfigError
+from ..files import NAME_LENGTH, atomic_file, copy_file
 from ..io import CANONICAL, REGISTRY, block_writer, write_nbest
 from ..io.formats import facts
 from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
-from .outdir import MARK, OutDir, open_out_dir, real
+from ..outdir import MARK, OutDir, RunDir, open_out_dir
 
 Output = Callable[[NBest], None]  # takes each re-ranked piece of a list, in order
 
@@ -58,60 +57,6 @@ def check_output_names(names: Iterable[str]) -> None:
                 raise ConfigError(f"set {name!r} would write {written} in out_dir, where {owner} writes too: "
                                   "rename the set")
             taken[written] = f"set {name!r}"
-
-
-@dataclass(frozen=True)
-class RunDir:
-    """Where a run writes (``work``, a hidden sibling of ``final``) and where its outputs will be."""
-
-    work: Path
-    final: Path
-
-    def path(self, *parts: str) -> Path:
-        """``work/parts…``, refused unless it stays inside ``work``."""
-        path = self.work.joinpath(*parts)
-        if real(self.work) not in real(path).parents:
-            raise ConfigError(f"{self.final.joinpath(*parts)} is outside out_dir={self.final}: nothing is written there")
-        return path
-
-    def shown(self, path: Path) -> str:
-        """``path`` (under ``work``) as it will be once the run is in place."""
-        return str(self.final / Path(path).relative_to(self.work))
-
-    def restated(self, err: NBestFormatError) -> NBestFormatError:
-        """``err`` naming the paths it names under ``work`` where they will be, not in the staging directory."""
-        work, final = str(self.work), str(self.final)
-        return type(err)(err.path.replace(work, final), err.line, err.problem.replace(work, final), err.value)
-
-
-@contextlib.contextmanager
-def run_dir(out: OutDir) -> Iterator[RunDir]:
-    """Stage a run's outputs; they replace the checked ``out_dir`` together when the block succeeds, else vanish, so
-    a reused ``out_dir`` never mixes runs — or when standard output was closed by its reader once they were all
-    written (``report.json`` is written last, before the table is shown): the error goes on, for the command line to
-    end quietly. Errors name where the outputs would have been."""
-    closed = None
-    try:
-        with atomic_dir(out.path) as work:
-            staged = RunDir(work, out.path)
-            try:
-                yield staged
-            except NBestFormatError as err:
-                raise staged.restated(err) from None
-            except BrokenPipeError as err:
-                if not (work / MARK).is_file():
-                    raise
-                closed = err
-    except BrokenPipeError:
-        raise
-    except OSError as err:
-        if err.errno == errno.ENAMETOOLONG:
-            name = Path(err.filename or "").name
-            raise ConfigError(f"out_dir={out.path}: cannot write {name[:60]}…: the file name is too long "
-                              "(shorten the set name or the input's file name)") from None
-        raise ConfigError(f"out_dir={out.path}: cannot write there ({err.strerror or err})") from None
-    if closed is not None:
-        raise closed
 
 
 def native_path(out: RunDir, name: str, like: NBest) -> Path:

@@ -24,13 +24,14 @@ from ..metrics import Metric
 from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
-from .outputs import OutDir, checked_out_dir, run_dir, set_outputs
+from ..outdir import OutDir, run_dir
+from .outputs import checked_out_dir, set_outputs
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, prepare
 from .results import write_run
 from .stream import CHUNK, EXAMPLES, Tally, apply_blocks, set_blocks
 from .retuning import AUTO, decided, plan, retuned_alone
-from .scales import match_scales, search_warnings
+from ..combine.scales import match_scales, search_warnings
 from .scoring import check_contexts, context_notes
 from .sets import tuning_set
 from .tuned import Tuned

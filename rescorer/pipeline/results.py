@@ -13,7 +13,7 @@ from ..metrics import Metric
 from ..report.plots import unplotted, weight_plot
 from ..report import write_report
 from ..report.summary import summary
-from .outputs import RunDir
+from ..outdir import RunDir
 from ..report import Report
 from .tuned import FILE as TUNED_FILE, Tuned
 

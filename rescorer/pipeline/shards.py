@@ -25,8 +25,7 @@ from ..metrics import Metric
 from ..report import Report, SetReport
 from ..safetext import visible
 from ..options import RunOptions
-from .outdir import SHARDED, SHARDS, Job, open_out_dir
-from .outputs import RunDir
+from ..outdir import SHARDED, SHARDS, Job, RunDir, open_out_dir
 from .rescore import depth_warnings, weights_text
 from .results import write_run
 from .stream import CHUNK, Tally, apply_blocks, set_blocks
@@ -113,7 +112,7 @@ def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str,
                  source: str | None = None, every: int = 1, top: int | None = None,
                  folders: Sequence[Path] = ()) -> Report:
     """Re-rank every shard (an input's path and its output's name, from
-    :func:`rescorer.pipeline.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
+    :func:`rescorer.io.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
     each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
     of the same job from inputs of the same content are kept as they are; of each, every ``every``-th utterance, each
     cut to its best ``top``; ``folders``: the paths the inputs were named by (a directory, a list file: out_dir

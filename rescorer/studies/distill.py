@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..context import split
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
-from ..pipeline.outdir import TRAINED, open_out_dir
+from ..outdir import TRAINED, open_out_dir
 from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
 from ..train.corpus import load_segments

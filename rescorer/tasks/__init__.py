@@ -20,7 +20,7 @@ from ..scorers import KINDS, option_names
 from ..shipped import package_dir, shipped_model
 
 if TYPE_CHECKING:
-    from ..pipeline.outputs import OutDir
+    from ..outdir import OutDir
 
 # Config keys that mean the same in every task whose config has them; a task module adds its own keys as
 # ``OPTIONS``. Each is checked before the task runs, read by it or not, so that a malformed value is refused rather

@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from ..io.sets import SUBSET
 from ..options import FLAG, Option
 from ..pipeline.api import apply
-from ..pipeline.inputs import INPUTS
+from ..io.inputs import INPUTS
 from . import data_given, data_of, plain, run_options
 
 OPTIONS = {"task.tuned": Option("path", null=True), "task.accept_changed_models": FLAG,

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..pipeline.convert import Conversion, write_converted
-from ..pipeline.inputs import TAKES
+from ..io.inputs import TAKES
 from . import plain
 
 

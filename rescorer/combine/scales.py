@@ -10,7 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..combine import Column, SearchResult
+from .interpolate import Column
+from .search import SearchResult
 from ..io.formats import facts
 from ..types import NBest
 

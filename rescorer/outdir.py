@@ -1,17 +1,20 @@
 """``out_dir`` checked and opened by one function for every task: apart from what the run reads, and new, empty or
 an earlier output of the same kind — a run's or a convert's (replaced whole), a sharded apply's of the same job or a training's
-(both resumed); anything else is refused in one line."""
+(both resumed); anything else is refused in one line. A run's outputs are staged beside it and put in place whole
+(:func:`run_dir`)."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import fnmatch
 import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from ..errors import ConfigError
-from ..files import record_text, record_value, write_text
+from .errors import ConfigError, NBestFormatError
+from .files import atomic_dir, record_text, record_value, write_text
 
 MARK = "report.json"  # a run's output, which the next run replaces whole
 JOB, SHARDS, DONE = "job.json", "shards", "done"  # a sharded apply's: out_dir/job.json, shards/NAME, done/NAME.json
@@ -139,3 +142,57 @@ def check_apart(out_dir: Path, inputs: Iterable[str | Path]) -> None:
 def globbed(out_dir: Path, pattern: Path) -> bool:
     """Whether ``pattern`` (absolute) matches ``out_dir``, a folder holding it or the start of a path inside it."""
     return all(map(fnmatch.fnmatchcase, out_dir.parts, pattern.parts))  # as far as the shorter of the two goes
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Where a run writes (``work``, a hidden sibling of ``final``) and where its outputs will be."""
+
+    work: Path
+    final: Path
+
+    def path(self, *parts: str) -> Path:
+        """``work/parts…``, refused unless it stays inside ``work``."""
+        path = self.work.joinpath(*parts)
+        if real(self.work) not in real(path).parents:
+            raise ConfigError(f"{self.final.joinpath(*parts)} is outside out_dir={self.final}: nothing is written there")
+        return path
+
+    def shown(self, path: Path) -> str:
+        """``path`` (under ``work``) as it will be once the run is in place."""
+        return str(self.final / Path(path).relative_to(self.work))
+
+    def restated(self, err: NBestFormatError) -> NBestFormatError:
+        """``err`` naming the paths it names under ``work`` where they will be, not in the staging directory."""
+        work, final = str(self.work), str(self.final)
+        return type(err)(err.path.replace(work, final), err.line, err.problem.replace(work, final), err.value)
+
+
+@contextlib.contextmanager
+def run_dir(out: OutDir) -> Iterator[RunDir]:
+    """Stage a run's outputs; they replace the checked ``out_dir`` together when the block succeeds, else vanish, so
+    a reused ``out_dir`` never mixes runs — or when standard output was closed by its reader once they were all
+    written (``report.json`` is written last, before the table is shown): the error goes on, for the command line to
+    end quietly. Errors name where the outputs would have been."""
+    closed = None
+    try:
+        with atomic_dir(out.path) as work:
+            staged = RunDir(work, out.path)
+            try:
+                yield staged
+            except NBestFormatError as err:
+                raise staged.restated(err) from None
+            except BrokenPipeError as err:
+                if not (work / MARK).is_file():
+                    raise
+                closed = err
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        if err.errno == errno.ENAMETOOLONG:
+            name = Path(err.filename or "").name
+            raise ConfigError(f"out_dir={out.path}: cannot write {name[:60]}…: the file name is too long "
+                              "(shorten the set name or the input's file name)") from None
+        raise ConfigError(f"out_dir={out.path}: cannot write there ({err.strerror or err})") from None
+    if closed is not None:
+        raise closed

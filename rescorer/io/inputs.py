@@ -10,9 +10,9 @@ from typing import Sequence
 
 from ..errors import ConfigError, NBestFormatError
 from ..files import NAME_LENGTH as FILE_NAME_LENGTH, special_kind
-from ..io import detect_format
-from ..io.common import present
-from ..io.sets import SET_NAME
+from . import detect_format
+from .common import present
+from .sets import SET_NAME
 from ..options import Option
 from ..safetext import visible
 
