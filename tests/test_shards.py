@@ -127,15 +127,15 @@ from pathlib import Path
 import rescorer
 from rescorer.pipeline import shards
 
-finish, calls = shards.finish, []
+done, calls = shards.Shards.done, []
 
-def finish_then_die(job, name, source, result):
+def done_then_die(place, name, applied):
     calls.append(name)
     if len(calls) == int(sys.argv[3]):  # the output written, its record not yet: killed at the worst moment
         os.kill(os.getpid(), signal.SIGKILL)
-    finish(job, name, source, result)
+    done(place, name, applied)
 
-shards.finish = finish_then_die
+shards.Shards.done = done_then_die
 rescorer.apply(None, sys.argv[1], inputs=sys.argv[2], out_dir=sys.argv[4], engine={"progress": False})
 """
 
@@ -404,13 +404,13 @@ import os, signal, sys
 from rescorer.cli import main
 from rescorer.pipeline import shards
 
-finish = shards.finish
+done = shards.Shards.done
 
-def finish_then_terminate(job, *args):
-    finish(job, *args)
+def done_then_terminate(place, *args):
+    done(place, *args)
     os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's timeout does, with the Ray actors at work
 
-shards.finish = finish_then_terminate
+shards.Shards.done = done_then_terminate
 sys.argv = ["rescorer", *sys.argv[1:]]
 main()
 """
@@ -444,7 +444,7 @@ def test_shards_of_another_depth_than_the_tuning_lists_are_named_once_in_a_warni
         write_nbest(nbest.with_utterances([u.with_hyps(u.hyps[:depth]) for u in nbest][:4]), tmp_path / "in" / name)
     report = rescorer.apply(None, tuned, inputs=tmp_path / "in", out_dir=tmp_path / "out",
                             engine={"progress": False}).report
-    assert report.warnings == ["2 shard(s) (a.jsonl, c.jsonl): 3-best lists, but the weights were tuned on 5-best "
+    assert report.warnings == ["2 shards (a.jsonl, c.jsonl): 3-best lists, but the weights were tuned on 5-best "
                                "lists (dev): weights may not carry over to another depth (cut the lists with top=5, "
                                "or re-tune on lists like these)"]
     said = [r.getMessage() for r in caplog.records if "3-best lists" in r.getMessage()]
@@ -469,20 +469,20 @@ def test_each_shards_line_tells_the_time_left_from_the_progress_meter_and_a_fini
     """The progress module's clock, moved a minute per shard re-ranked: the shard done before counts as done and
     costs no time, so after one minute for split1 the rest (dev.jsonl) takes a minute per split1's bytes."""
     from rescorer.engine import progress
-    from rescorer.pipeline import shards
+    from rescorer.pipeline import applying, shards
 
     split0, split1, dev = (demo_shards / "shards" / "split0", demo_shards / "shards" / "split1",
                            demo_shards / "dev.jsonl")
     rescorer.apply(None, tuned, inputs=[split0], out_dir=tmp_path / "out", engine={"progress": False})
     now = [0.0]
-    rerank = shards.rerank_file
+    rerank = applying.apply_input
 
     def a_minute_each(*args, **kwargs):
         now[0] += 60.0
         return rerank(*args, **kwargs)
 
     monkeypatch.setattr(progress, "CLOCK", lambda: now[0])
-    monkeypatch.setattr(shards, "rerank_file", a_minute_each)
+    monkeypatch.setattr(applying, "apply_input", a_minute_each)
     caplog.set_level("INFO", logger="rescorer")
     caplog.clear()  # only this apply's lines, whatever an earlier test left the logger at
     rescorer.apply(None, tuned, inputs=[split0, split1, dev], out_dir=tmp_path / "out", engine={"progress": False})

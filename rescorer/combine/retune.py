@@ -108,9 +108,10 @@ def _fit(nbest: NBest, base: Column, names: Sequence[str]) -> tuple[ToolkitWeigh
     """The weights of every input column in the base (all fitted together: a part left out would bias the others),
     and the spread within an utterance of the base and of each of ``names``."""
     parts = [c for c in nbest.columns if c != base.name and (c in names or _numeric(nbest, c))]
-    fitted = toolkit_weights(nbest, base.name, [*parts, *(n for n in names if n not in parts)])
     owners = np.repeat(np.arange(len(nbest)), [len(u.hyps) for u in nbest])
-    spreads = {name: _spread(_values(nbest, name), owners) for name in [base.name, *names]}
+    with np.errstate(over="ignore", invalid="ignore"):  # scores near the float limit: an infinite spread, no warning
+        fitted = toolkit_weights(nbest, base.name, [*parts, *(n for n in names if n not in parts)])
+        spreads = {name: _spread(_values(nbest, name), owners) for name in [base.name, *names]}
     return fitted, spreads
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError
@@ -17,9 +17,8 @@ from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
+from .stream import EXAMPLES, Output
 from ..outdir import MARK, OutDir, RunDir, open_out_dir
-
-Output = Callable[[NBest], None]  # takes each re-ranked piece of a list, in order
 
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
 ONE_BEST = "1best.txt"
@@ -104,6 +103,35 @@ def set_outputs(out: RunDir, name: str, like: NBest, with_ids: bool) -> Iterator
         yield (lambda piece: [write(piece) for write in writers]), written
     if like.fmt == CANONICAL:  # the same bytes: written once, copied
         copy_file(written[CANONICAL], written["native"])
+
+
+@dataclass
+class SetPlace:
+    """Where a run's sets go: each written under ``out`` (its staging directory; None: nothing is written) as
+    :func:`set_outputs` writes it (``with_ids``: its 1-best as ``id text`` lines), and judged against its references;
+    a set without utterances is refused."""
+
+    out: RunDir | None
+    with_ids: bool
+    checks_depth: bool = True
+    kind: str = "set"
+    examples: int = EXAMPLES
+    judge: bool = True
+
+    def kept(self, name: str) -> None:
+        return None
+
+    @contextlib.contextmanager
+    def outputs(self, name: str, like: NBest) -> Iterator[tuple[list[Output], dict[str, str]]]:
+        if self.out is None:
+            yield [], {}
+            return
+        with set_outputs(self.out, name, like, self.with_ids) as (write, paths):
+            yield [write], {kind: self.out.shown(path) for kind, path in paths.items()}
+
+    def done(self, name: str, applied: Any) -> None:
+        if not applied.entry.utterances:
+            raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
 
 
 @contextlib.contextmanager

@@ -7,12 +7,10 @@ rescored and oracle WER/BLEU with the paired-bootstrap 95% interval of the chang
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..bulk import paused_gc
 from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
 from ..engine import BoundScorer
@@ -25,11 +23,11 @@ from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
 from ..outdir import OutDir, run_dir
-from .outputs import checked_out_dir, set_outputs
+from .applying import Collected, apply_inputs, cut_contexts, depth_warnings
+from .outputs import SetPlace, checked_out_dir
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, prepare
 from .results import write_run
-from .stream import CHUNK, EXAMPLES, Tally, apply_blocks, set_blocks
 from .retuning import AUTO, decided, plan, retuned_alone
 from ..combine.scales import match_scales, search_warnings
 from .scoring import check_contexts, context_notes
@@ -128,45 +126,33 @@ def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Map
                           source=source)
 
 
-@paused_gc()  # many small objects: the re-ranked lists, the report
 def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, ScoredSet], tuned: Tuned,
                    scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
                    out_dir: OutDir | None, result: SearchResult | None = None, source: str | None = None,
                    notes: Sequence[str] = (), warnings: Sequence[str] = (), **more: Any) -> Rescored:
-    """Every set re-ranked under the weights of ``tuned`` (:func:`~rescorer.pipeline.stream.apply_blocks`, with the
-    scores ``prepared`` already), written to ``out_dir`` if given, and the report (a tuning run's when ``result`` is
-    its search; ``source``: the tuned file an apply run read: its lists are checked against the depth tuned on)."""
+    """Every set re-ranked under the weights of ``tuned`` (:func:`~rescorer.pipeline.applying.apply_inputs`, with
+    the scores ``prepared`` already), written to ``out_dir`` if given, and the report (a tuning run's when ``result``
+    is its search; ``source``: the tuned file an apply run read: its lists are checked against the depth tuned
+    on)."""
     dev = tuned.tuned_on if result else None
-    entries, changes, cut, warnings = {}, {}, Counter(), list(warnings)
     with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
-        for name, found in sets.items():
-            like, blocks = set_blocks(found)
-            tally = Tally(like.fmt, metric, EXAMPLES)
-            outputs = (set_outputs(out, name, like, with_ids=metric.name == "wer") if out is not None
-                       else contextlib.nullcontext((None, {})))
-            with outputs as (output, paths):
-                apply_blocks(blocks, tuned, scorers, tally, size=CHUNK, known=prepared.get(name),
-                             outputs=[output] if output else [])
-                if not tally.utterances:
-                    raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
-            written = {kind: out.shown(path) for kind, path in paths.items()} if out is not None else None
-            entries[name], changes[name] = tally.entry(run), tally.changes
-            entries[name].outputs, entries[name].tuned_on_this_set = written, name == dev
-            if name == dev and entries[name].change is not None:
-                entries[name].change += " (tuned here)"
-            cut.update(tally.cut)
-            found_warnings = [] if result else depth_warnings({f"set {name}": tally.depth}, tuned)
-            for warning in found_warnings:
-                warn(visible(warning))
-            warnings += found_warnings
+        place = SetPlace(out, with_ids=metric.name == "wer", checks_depth=result is None)
+        applied = apply_inputs(sets, tuned, scorers, metric, place, run=run, known=prepared)
+        entries = {name: a.entry for name, a in applied.items()}
+        for name, entry in entries.items():
+            entry.tuned_on_this_set = name == dev
+            if name == dev and entry.change is not None:
+                entry.change += " (tuned here)"
+        found = [] if result else depth_warnings({name: a.depth for name, a in applied.items()}, tuned, "set")
         report = Report.of(task="rescore" if result else "apply", data=data, metric=metric, base=tuned.base,
                            columns=tuned.columns, weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
                            scorers={column: scorer.signature for column, scorer in scorers.items()}, sets=entries,
-                           tuned=source, notes=[*notes, *context_notes(scorers, cut)], warnings=warnings, **more)
+                           tuned=source, notes=[*notes, *context_notes(scorers, cut_contexts(applied))],
+                           warnings=[*warnings, *found], **more)
         if out is not None:
             how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
             title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
-            write_run(out, report, changes, metric, tuned, title, result)
+            write_run(out, report, {name: a.changes for name, a in applied.items()}, metric, tuned, title, result)
     return Rescored(report, RerankedSets(sets, prepared, tuned, scorers, metric), tuned)
 
 
@@ -180,12 +166,10 @@ class RerankedSets(Mapping[str, NBest]):
 
     def __getitem__(self, name: str) -> NBest:
         if name not in self._made:
-            pieces: list[NBest] = []
-            like, blocks = set_blocks(self._sets[name])
-            tally = Tally(like.fmt, self._metric, 0, judge=False)
-            apply_blocks(blocks, self._tuned, self._scorers, tally, size=CHUNK,
-                         outputs=[pieces.append], known=self._prepared.get(name))
-            self._made[name] = like.with_utterances([u for piece in pieces for u in piece.utterances])
+            place = Collected()
+            apply_inputs({name: self._sets[name]}, self._tuned, self._scorers, self._metric, place,
+                         known={name: self._prepared[name]} if name in self._prepared else {})
+            self._made[name] = place.nbest
         return self._made[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -196,15 +180,6 @@ class RerankedSets(Mapping[str, NBest]):
 
     def __repr__(self) -> str:
         return f"RerankedSets({', '.join(self._sets)})"
-
-
-def depth_warnings(depths: Mapping[str, int], tuned: Tuned) -> list[str]:
-    """A line for each list (``{label: its depth}``: ``set test``, ``3 shards (…)``) deeper or shallower than those
-    the weights were tuned on."""
-    depth = tuned.lists.get("depth")
-    return [f"{label}: {found}-best lists, but the weights were tuned on {depth}-best lists ({tuned.tuned_on}): "
-            f"weights may not carry over to another depth (cut the lists with top={depth}, or re-tune on lists like "
-            "these)" for label, found in depths.items() if depth and found != depth]
 
 
 def check_sets(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]) -> None:

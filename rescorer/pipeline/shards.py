@@ -4,31 +4,30 @@ shard is recorded (``out_dir/done/NAME.json``: its input's content digest, the j
 and never redone while all three hold, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import msgspec
 
-from ..bulk import paused_gc
-from ..changes import Change
 from ..engine import BoundScorer
 from ..engine.progress import Meter
 from ..filehash import content_digest
 from ..files import record_text, record_value, write_text
 from ..io import block_writer
 from ..io.sets import NBestSet
-from ..log import warning as warn
 from ..metrics import Metric
-from ..report import Report, SetReport
+from ..report import Report
 from ..safetext import visible
-from ..options import RunOptions
 from ..outdir import SHARDED, SHARDS, Job, RunDir, open_out_dir
-from .rescore import depth_warnings, weights_text
+from ..types import NBest
+from .applying import Applied, apply_inputs, cut_contexts, depth_warnings
+from .rescore import weights_text
 from .results import write_run
-from .stream import CHUNK, Tally, apply_blocks, set_blocks
+from .scoring import context_notes
+from .stream import CHUNK, Output
 from .tuned import Tuned
 
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
@@ -55,105 +54,86 @@ def stamp(path: Path) -> list[int]:
 
 
 @dataclass(frozen=True)
-class ShardResult:
-    """One finished shard: its report entry and up to :data:`EXAMPLES` changed 1-bests."""
+class ShardRecord(Applied):
+    """What ``done/NAME.json`` holds of a finished shard: what applying it gave, the job, the content digest of its
+    input and its output's size and time (:func:`stamp`)."""
 
-    entry: SetReport
-    changes: list[Change]
-    seconds: float
-    depth: int  # the most hypotheses of an utterance
-
-
-@dataclass(frozen=True)
-class ShardRecord(ShardResult):
-    """What ``done/NAME.json`` holds of a finished shard: its result, the job, the content digest of its input and
-    its output's size and time (:func:`stamp`)."""
-
-    job: str
-    content: str
-    output: list[int]
+    job: str = ""
+    content: str = ""
+    output: list[int] = field(default_factory=list)
 
 
-def rerank_file(source: NBestSet, out: Path, tuned: Tuned, scorers: Mapping[str, BoundScorer], metric: Metric,
-                chunk: int) -> ShardResult:
-    """Shard ``source`` re-ranked into ``out`` in its format (atomically), read, scored and written a piece of
-    ``chunk`` utterances at a time (:func:`~rescorer.pipeline.stream.apply_blocks`)."""
-    start = time.perf_counter()
-    like, blocks = set_blocks(source)
-    tally = Tally(like.fmt, metric, EXAMPLES, judge=False)
-    with block_writer(out, like) as write:
-        apply_blocks(blocks, tuned, scorers, tally, size=chunk, outputs=[write])
-    return ShardResult(tally.entry(RunOptions()), tally.changes, time.perf_counter() - start, tally.depth)
+class Shards:
+    """Where a sharded apply's shards go: each written in its own format to ``out_dir/shards/NAME`` as soon as it
+    is done (not judged), recorded in ``done/NAME.json``, and kept as it is by a later run of the same job while its
+    input's content and its output are as recorded; progress is told shard by shard."""
 
+    kind, examples, judge, checks_depth = "shard", EXAMPLES, False, True
 
-def finished(job: Job, name: str, content: str) -> ShardResult | None:
-    """The recorded result of shard ``name`` when it is finished for ``job``: an input of the same ``content``
-    (:func:`~rescorer.filehash.content_digest`), the same job, and its output as written (size and time); else None
-    (it is done again, as is a shard whose record is unreadable or recorded without a content digest)."""
-    try:
-        record = msgspec.convert(record_value(job.record(name).read_text(encoding="utf-8")), ShardRecord)
-    except (OSError, ValueError, msgspec.ValidationError):
-        return None
-    same = record.job == job.key and record.content == content and record.output == stamp(job.output(name))
-    return record if same else None
+    def __init__(self, folder: Job, paths: Mapping[str, Path]):
+        self.folder, self.paths, self.contents = folder, paths, {}
+        self.sizes = {name: input_bytes(path) for name, path in paths.items()}  # the estimate: bytes per second
+        self.meter = Meter("shards", len(paths), sum(self.sizes.values()), "shard", show=False)
+        self.kept_names: list[str] = []
 
+    def kept(self, name: str) -> Applied | None:
+        """The recorded result of shard ``name`` when it is finished for this job: an input of the same content
+        (its digest taken now, before it is read: an input changed while it runs is redone next time), the same
+        job, and its output as written; else None (it is done again, as is a shard whose record is unreadable)."""
+        content = self.contents[name] = content_digest(self.paths[name])
+        try:
+            record = msgspec.convert(record_value(self.folder.record(name).read_text(encoding="utf-8")), ShardRecord)
+        except (OSError, ValueError, msgspec.ValidationError):
+            return None
+        if (record.job, record.content, record.output) != (self.folder.key, content, stamp(self.folder.output(name))):
+            return None
+        self.meter.skip(1, self.sizes[name])
+        self.kept_names.append(name)
+        self.say(name, record, " (finished before)")
+        return record
 
-def finish(job: Job, name: str, content: str, result: ShardResult) -> None:
-    """Record shard ``name`` as finished for ``job`` from an input of ``content`` (its digest taken before it was
-    read), its output written: a shard killed before its record is redone."""
-    path = job.output(name)
-    result.entry.outputs = {"native": str(path)}
-    record = ShardRecord(**vars(result), job=job.key, content=content, output=stamp(path))
-    write_text(job.record(name), record_text(msgspec.to_builtins(record)) + "\n")
+    @contextlib.contextmanager
+    def outputs(self, name: str, like: NBest) -> Iterator[tuple[list[Output], dict[str, str]]]:
+        path = self.folder.output(name)
+        with block_writer(path, like) as write:
+            yield [write], {"native": str(path)}
+
+    def done(self, name: str, applied: Applied) -> None:
+        """Record shard ``name`` as finished, its output written: a shard killed before its record is redone."""
+        path = self.folder.output(name)
+        record = ShardRecord(**vars(applied), job=self.folder.key, content=self.contents[name], output=stamp(path))
+        write_text(self.folder.record(name), record_text(msgspec.to_builtins(record)) + "\n")
+        self.meter.update(1, self.sizes[name])
+        self.say(name, applied, "")
+
+    def say(self, name: str, applied: Applied, how: str) -> None:
+        left = self.meter.remaining()
+        self.meter.say(f"shard {len(self.contents)}/{len(self.paths)} {visible(name)}: {applied.entry.utterances:,} "
+                       f"utterances, {applied.entry.changed_1best:,} 1-bests changed{how}" + (f"; {left}" if left else ""))
 
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
                  out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
                  source: str | None = None, every: int = 1, top: int | None = None,
                  folders: Sequence[Path] = ()) -> Report:
-    """Re-rank every shard (an input's path and its output's name, from
-    :func:`rescorer.io.inputs.named_inputs`) with ``tuned`` and its ``scorers``, one shard in memory at a time,
-    each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an earlier run
-    of the same job from inputs of the same content are kept as they are; of each, every ``every``-th utterance, each
-    cut to its best ``top``; ``folders``: the paths the inputs were named by (a directory, a list file: out_dir
-    may not lie in one).
-    The report (``report.json``, ``.md``, ``.html``) has a row per shard.
+    """Re-rank every shard (an input's path and its output's name, from :func:`rescorer.io.inputs.named_inputs`)
+    with ``tuned`` and its ``scorers`` (:func:`~rescorer.pipeline.applying.apply_inputs`), one shard in memory at a
+    time, each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an
+    earlier run of the same job from inputs of the same content are kept as they are; of each, every ``every``-th
+    utterance, each cut to its best ``top``; ``folders``: the paths the inputs were named by (a directory, a list
+    file: out_dir may not lie in one). The report (``report.json``, ``.md``, ``.html``) has a row per shard.
 
     Each input is read once more, to digest its content before it is kept or re-ranked (about 2 ms a MB: some 5% of
     an apply on the lists' own columns, which re-ranks 25-38 MB/s, and nothing beside an LM's scoring); a resumed
     job reads every finished input once to check it."""
     paths = list(shards)
-    job = open_out_dir(out_dir, [*folders, *paths, source, *(s.store_path for s in scorers.values())], SHARDED,
-                       {"job": job_key(tuned, {"every": every, "top": top}), "weights": dict(tuned.weights)})
-    assert isinstance(job, Job)
-    metric = tuned.make_metric()
-    results: dict[str, ShardResult] = {}
-    sizes = {path: input_bytes(path) for path in paths}  # the estimate: input bytes re-ranked per second
-    meter = Meter("shards", len(paths), sum(sizes.values()), "shard", show=False)
-    kept = 0
-    for k, path in enumerate(paths, 1):
-        name = shards[path]
-        content = content_digest(path)  # before the shard is read: an input changed while it runs is redone next time
-        result = finished(job, name, content)
-        before = result is not None
-        if result is None:
-            with paused_gc():
-                result = rerank_file(NBestSet(str(path), fmt=fmt, every=every, top=top), job.output(name), tuned,
-                                     scorers, metric, chunk)
-            if not any(r.depth == result.depth for r in results.values()):  # each depth said once
-                for warning in depth_warnings({f"shard {name}": result.depth}, tuned):
-                    warn(visible(warning))
-            finish(job, name, content, result)
-            meter.update(1, sizes[path])
-        else:
-            meter.skip(1, sizes[path])
-            kept += 1
-        results[name] = result
-        left = meter.remaining()
-        meter.say(f"shard {k}/{len(paths)} {visible(name)}: {result.entry.utterances:,} utterances, "
-                  f"{result.entry.changed_1best:,} 1-bests changed" + (" (finished before)" if before else "")
-                  + (f"; {left}" if left else ""))
-    return write_job_report(job, results, tuned, metric, scorers, data, source, kept)
+    folder = open_out_dir(out_dir, [*folders, *paths, source, *(s.store_path for s in scorers.values())], SHARDED,
+                          {"job": job_key(tuned, {"every": every, "top": top}), "weights": dict(tuned.weights)})
+    assert isinstance(folder, Job)
+    metric, job = tuned.make_metric(), Shards(folder, {shards[path]: path for path in paths})
+    applied = apply_inputs({shards[path]: NBestSet(str(path), fmt=fmt, every=every, top=top) for path in paths},
+                           tuned, scorers, metric, job, chunk=chunk)
+    return write_job_report(job, applied, tuned, metric, scorers, data, source)
 
 
 def input_bytes(path: Path) -> int:
@@ -161,32 +141,30 @@ def input_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
-def write_job_report(job: Job, results: Mapping[str, ShardResult], tuned: Tuned, metric: Metric,
-                     scorers: Mapping[str, BoundScorer], data: str, source: str | None, kept: int) -> Report:
+def write_job_report(job: Shards, results: Mapping[str, Applied], tuned: Tuned, metric: Metric,
+                     scorers: Mapping[str, BoundScorer], data: str, source: str | None) -> Report:
     """The report of every shard, from their records: ``report.json``, ``report.md`` and ``report.html``."""
+    kept = len(job.kept_names)
     notes = [f"{kept} of {len(results)} shards were finished by an earlier run of this job and kept as they are"] \
         if kept else []
     total = sum(r.entry.changed_1best for r in results.values())
     shown = sum(len(r.changes) for r in results.values())
     if shown < total:
         notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
-    others = sorted(p.name for p in (job.path / SHARDS).iterdir() if p.name not in results and p.name[0] != ".")
+    others = sorted(p.name for p in (job.folder.path / SHARDS).iterdir() if p.name not in results and p.name[0] != ".")
     if others:
         notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}{', …' if len(others) > 3 else ''}"
                      ") come from an earlier run of this job on other inputs and are not in this report: remove "
                      "them, or use a new out_dir")
-    depths: dict[int, list[str]] = {}
-    for name, result in results.items():
-        depths.setdefault(result.depth, []).append(name)
-    warnings = depth_warnings({f"{len(names)} shard(s) ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})":
-                               depth for depth, names in depths.items()}, tuned)
     report = Report.of(task="apply", data=data, metric=metric, base=tuned.base, columns=tuned.columns,
                        weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
                        scorers={column: scorer.signature for column, scorer in scorers.items()},
-                       sets={name: r.entry for name, r in results.items()}, tuned=source, notes=notes,
-                       warnings=warnings)
-    write_run(RunDir(job.path, job.path), report, {name: r.changes for name, r in results.items()}, metric, tuned,
+                       sets={name: r.entry for name, r in results.items()}, tuned=source,
+                       notes=[*notes, *context_notes(scorers, cut_contexts(results))],
+                       warnings=depth_warnings({name: r.depth for name, r in results.items()}, tuned, "shard"))
+    path = job.folder.path
+    write_run(RunDir(path, path), report, {name: r.changes for name, r in results.items()}, metric, tuned,
               f"{data}: {len(results)} shards re-ranked with {weights_text(tuned.weights)}", None,
-              f"Outputs in {job.path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows the "
-              "changes.", SHOWN)
+              f"Outputs in {path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows the changes.",
+              SHOWN)
     return report
