@@ -14,7 +14,7 @@ from .version import __version__
 
 _HOMES = {
     "pipeline": None, "shipped": None, "load_scorer": "engine", "rescore": "pipeline.api", "apply": "pipeline.api",
-    "convert": "pipeline.convert",
+    "convert": "io.convert",
     "Rescored": "pipeline.rescore", "Report": "report", "Tuned": "pipeline.tuned",
     "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
     **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..pipeline.convert import Conversion, write_converted
+from ..io.convert import Conversion, write_converted
 from ..io.inputs import TAKES
 from . import plain
 

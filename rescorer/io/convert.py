@@ -14,14 +14,14 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError, check_known
 from ..files import record_text, write_text
-from ..io import REGISTRY, block_writer
-from ..io.formats import facts
-from ..io.sets import SUBSET, NBestSet
+from . import REGISTRY, block_writer
+from .formats import facts
+from .sets import SUBSET, NBestSet
 from ..log import info
 from ..options import TEXT, Option, checked
 from ..safetext import visible
 from ..types import CANONICAL, NBest
-from ..io.inputs import KEY, named_inputs, named_paths
+from .inputs import KEY, named_inputs, named_paths
 from ..outdir import CONVERT, CONVERTED, RunDir, open_out_dir, run_dir
 
 MAX_SHARDS = 99_999  # the five digits of a shard's number
