@@ -120,20 +120,6 @@ def rescore(*, sets: Mapping[str, SetLike] | None = None, dev: SetLike | str | N
                           retune=retune)
 
 
-def tuned_scorers(tuned: Tuned, given: Mapping[str, BoundScorer], engine: Mapping[str, Any] | None,
-                  where: str) -> dict[str, BoundScorer]:
-    """The scorers of ``tuned``: the ``given`` ones, the others loaded from its specs with ``engine`` settings."""
-    specs = {column: entry["spec"] for column, entry in tuned.scorers.items() if column not in given}
-    in_memory = sorted(column for column, spec in specs.items() if spec is None)
-    if in_memory:
-        raise ConfigError(f"{where}: scorer(s) {in_memory} were in-memory models: pass them as scorers=")
-    loaded = {**load_scorers(specs, engine), **given}
-    unknown = sorted(set(loaded) - set(tuned.scorers))
-    if unknown:
-        raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer ({', '.join(tuned.scorers) or 'none'})")
-    return loaded
-
-
 def with_dev(named: dict[str, NBest], dev: SetLike | str | None) -> tuple[dict[str, NBest], str | None]:
     """The sets with ``dev`` among them (a set of its own comes first, named ``dev``) and the name to tune on."""
     tune_on = dev if dev is None or (isinstance(dev, str) and dev in named) else "dev"
@@ -231,10 +217,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
     if shards is None:
         out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
-    tuned.check_models(source or "tuned", accept_changed_models, given)
-    loaded = tuned_scorers(tuned, given, engine, source or "tuned")
-    tuned.check(loaded, source or "tuned", accept_changed_models)
-    ordered = {c: loaded[c] for c in tuned.scorers}
+    ordered = tuned.bound(given, engine, source or "tuned", accept_changed_models)
     if shards is not None:
         return Rescored(apply_shards(shards, tuned, ordered, out_dir=out_dir, fmt=fmt, chunk=chunk, data=data,
                                      source=source, folders=named_paths(inputs), **subset), {}, tuned)

@@ -8,7 +8,7 @@ import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ContextManager, Iterator, Mapping, Protocol
+from typing import Any, ContextManager, Iterator, Mapping, Protocol, Sequence
 
 from ..bulk import paused_gc
 from ..changes import Change
@@ -17,10 +17,11 @@ from ..io.sets import NBestSet
 from ..log import warning as warn
 from ..metrics import Metric
 from ..options import RunOptions
-from ..report import SetReport
+from ..report import Report, SetReport
 from ..safetext import visible
 from ..types import NBest
 from .rerank import ScoredSet
+from .scoring import context_notes
 from .stream import CHUNK, Output, Tally, apply_blocks, set_blocks
 from .tuned import Tuned
 
@@ -131,6 +132,17 @@ def label(names: list[str], kind: str) -> str:
     return f"{len(names)} {kind}s ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
 
 
-def cut_contexts(applied: Mapping[str, Applied]) -> Counter:
-    """The texts whose context was cut to fit the model, by column, over every input."""
-    return sum((Counter(a.cut) for a in applied.values()), Counter())
+def run_report(task: str, applied: Mapping[str, Applied], tuned: Tuned, scorers: Mapping[str, BoundScorer],
+               metric: Metric, data: str, place: Place, *, source: str | None = None, notes: Sequence[str] = (),
+               warnings: Sequence[str] = (), **more: Any) -> Report:
+    """The report of a run that applied ``tuned`` (``source``: the file it was read from) to every input of
+    ``place``: a row per input, the ``notes`` and ``warnings`` given, the contexts cut to fit a model and each depth
+    unlike the tuning lists' (where the place checks it); ``more``: what only some runs report (the search)."""
+    cut = sum((Counter(a.cut) for a in applied.values()), Counter())
+    depths = depth_warnings({name: a.depth for name, a in applied.items()}, tuned, place.kind) \
+        if place.checks_depth else []
+    return Report.of(task=task, data=data, metric=metric, base=tuned.base, columns=tuned.columns,
+                     weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
+                     scorers={column: scorer.signature for column, scorer in scorers.items()},
+                     sets={name: a.entry for name, a in applied.items()}, tuned=source,
+                     notes=[*notes, *context_notes(scorers, cut)], warnings=[*warnings, *depths], **more)

@@ -23,14 +23,14 @@ from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
 from ..outdir import OutDir, run_dir
-from .applying import Collected, apply_inputs, cut_contexts, depth_warnings
+from .applying import Collected, apply_inputs, run_report
 from .outputs import SetPlace, checked_out_dir
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, prepare
 from .results import write_run
 from .retuning import AUTO, decided, plan, retuned_alone
 from ..combine.scales import match_scales, search_warnings
-from .scoring import check_contexts, context_notes
+from .scoring import check_contexts
 from .sets import tuning_set
 from .tuned import Tuned
 
@@ -138,17 +138,12 @@ def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, 
     with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
         place = SetPlace(out, with_ids=metric.name == "wer", checks_depth=result is None)
         applied = apply_inputs(sets, tuned, scorers, metric, place, run=run, known=prepared)
-        entries = {name: a.entry for name, a in applied.items()}
-        for name, entry in entries.items():
-            entry.tuned_on_this_set = name == dev
-            if name == dev and entry.change is not None:
-                entry.change += " (tuned here)"
-        found = [] if result else depth_warnings({name: a.depth for name, a in applied.items()}, tuned, "set")
-        report = Report.of(task="rescore" if result else "apply", data=data, metric=metric, base=tuned.base,
-                           columns=tuned.columns, weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
-                           scorers={column: scorer.signature for column, scorer in scorers.items()}, sets=entries,
-                           tuned=source, notes=[*notes, *context_notes(scorers, cut_contexts(applied))],
-                           warnings=[*warnings, *found], **more)
+        for name, found in applied.items():
+            found.entry.tuned_on_this_set = name == dev
+            if name == dev and found.entry.change is not None:
+                found.entry.change += " (tuned here)"
+        report = run_report("rescore" if result else "apply", applied, tuned, scorers, metric, data, place,
+                            source=source, notes=notes, warnings=warnings, **more)
         if out is not None:
             how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
             title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"

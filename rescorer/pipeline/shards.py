@@ -23,10 +23,9 @@ from ..report import Report
 from ..safetext import visible
 from ..outdir import SHARDED, SHARDS, Job, RunDir, open_out_dir
 from ..types import NBest
-from .applying import Applied, apply_inputs, cut_contexts, depth_warnings
+from .applying import Applied, apply_inputs, run_report
 from .rescore import weights_text
 from .results import write_run
-from .scoring import context_notes
 from .stream import CHUNK, Output
 from .tuned import Tuned
 
@@ -156,12 +155,7 @@ def write_job_report(job: Shards, results: Mapping[str, Applied], tuned: Tuned, 
         notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}{', …' if len(others) > 3 else ''}"
                      ") come from an earlier run of this job on other inputs and are not in this report: remove "
                      "them, or use a new out_dir")
-    report = Report.of(task="apply", data=data, metric=metric, base=tuned.base, columns=tuned.columns,
-                       weights=tuned.weights, method=tuned.search, tuned_on=tuned.tuned_on,
-                       scorers={column: scorer.signature for column, scorer in scorers.items()},
-                       sets={name: r.entry for name, r in results.items()}, tuned=source,
-                       notes=[*notes, *context_notes(scorers, cut_contexts(results))],
-                       warnings=depth_warnings({name: r.depth for name, r in results.items()}, tuned, "shard"))
+    report = run_report("apply", results, tuned, scorers, metric, data, job, source=source, notes=notes)
     path = job.folder.path
     write_run(RunDir(path, path), report, {name: r.changes for name, r in results.items()}, metric, tuned,
               f"{data}: {len(results)} shards re-ranked with {weights_text(tuned.weights)}", None,

@@ -15,7 +15,7 @@ import msgspec
 import yaml
 
 from ..combine import Column
-from ..engine import BoundScorer
+from ..engine import BoundScorer, load_scorers
 from ..errors import ConfigError, NBestFormatError, check_known
 from ..log import warning
 from ..metrics import Metric, make_metric
@@ -183,6 +183,23 @@ class Tuned:
                 raise ConfigError(f"{path}: scorer {name} is not the one these weights were tuned with (the files of "
                                   f"model {spec['model']} changed: fingerprint {was or '-'} → {now}); retune, or apply "
                                   f"anyway with {ACCEPT}")
+
+    def bound(self, given: Mapping[str, BoundScorer], engine: Mapping[str, Any] | None, where: str,
+              accept_changed: bool = False) -> dict[str, BoundScorer]:
+        """Its scorers, in its order: the ``given`` ones (the caller's own), the others loaded from their specs with
+        ``engine`` settings; each checked first by its model's files (:meth:`check_models`), then as loaded
+        (:meth:`check`). Errors name ``where`` (the tuned file)."""
+        self.check_models(where, accept_changed, given)
+        specs = {column: entry["spec"] for column, entry in self.scorers.items() if column not in given}
+        in_memory = sorted(column for column, spec in specs.items() if spec is None)
+        if in_memory:
+            raise ConfigError(f"{where}: scorer(s) {in_memory} were in-memory models: pass them as scorers=")
+        unknown = sorted(set(given) - set(self.scorers))
+        if unknown:
+            raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer ({', '.join(self.scorers) or 'none'})")
+        loaded = {**load_scorers(specs, engine), **given}
+        self.check(loaded, where, accept_changed)
+        return {column: loaded[column] for column in self.scorers}
 
     def check(self, scorers: Mapping[str, BoundScorer], path: str | Path, accept_changed: bool = False) -> None:
         """Refuse a scorer whose signature (of the model as loaded) differs from the tuned one (the model or its
