@@ -204,7 +204,7 @@ def refuse_aliases(path: Path) -> None:
     import yaml
 
     from .errors import ConfigError
-    from .pipeline.tuned import StrictLoader
+    from .strictyaml import StrictLoader
 
     try:
         yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=StrictLoader)  # noqa: S506

@@ -29,8 +29,8 @@ LAYERS = [
     ("metrics",),
     ("context",),              # which recording each utterance belongs to (by its format), what was said around it
     ("io",),                   # formats
-    ("normalise", "store", "shipped", "filehash", "devtools", "options", "outdir"),  # filehash: content hashes (models,
-    # inputs); outdir: the out_dir every task checks and opens
+    ("normalise", "store", "shipped", "filehash", "devtools", "options", "outdir", "strictyaml"),  # filehash: content
+    # hashes (models, inputs); outdir: the out_dir every task checks and opens; strictyaml: a user's YAML, read strictly
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
     ("types", "errors", "version", "safetext", "log", "bulk"),  # safetext: input text safe to show people; log: messages;
     # bulk: many small objects made at once

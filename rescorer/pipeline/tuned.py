@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
-from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
@@ -22,13 +20,12 @@ from ..metrics import Metric, make_metric
 from ..safetext import visible
 from ..options import Count, Finite, Option, typed
 from ..scorers import KINDS, option_names
+from ..strictyaml import DuplicateKey, StrictLoader
 from ..version import TOOL, __version__
 from .portable import Models, check_moved, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
-MAX_NESTING = 100  # levels of a tuned file (it has four)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # What a tuned file never decides: code execution, and where and how the applying run computes.
 ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
@@ -255,50 +252,6 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}:{err.problem_mark.line + 1}: {err.problem}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not a readable tuned.yaml ({' '.join(str(err).split())[:200]})") from None
-
-
-class DuplicateKey(yaml.constructor.ConstructorError):
-    """A mapping that names one key twice."""
-
-
-class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``: a few lines of nested ones expand to billions of nodes),
-    nodes nested deeper than ``MAX_NESTING`` (the composer recurses once a level), text holding a surrogate (a
-    ``"\\ud800"`` escape: no Unicode text holds one) and a key given twice in one mapping (which would take the
-    last)."""
-
-    depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        problem = (f"aliases (*{event.anchor}) are not allowed" if isinstance(event, yaml.AliasEvent) else
-                   f"nested too deep (over {MAX_NESTING} levels)" if self.depth >= MAX_NESTING else
-                   _surrogate(event.value) if isinstance(event, yaml.ScalarEvent) else None)
-        if problem:
-            raise yaml.composer.ComposerError(None, None, problem, event.start_mark)
-        self.depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if not isinstance(key, Hashable):
-                continue  # the safe loader refuses it itself
-            if key in seen:
-                raise DuplicateKey(None, None, f"key {key!r} is given twice (each key is given once)",
-                                   key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
-def _surrogate(text: str) -> str | None:
-    """What is wrong with a text holding a surrogate; None when it holds none."""
-    found = _SURROGATE.search(text)
-    return found and f"a lone surrogate escape {found[0].encode('unicode_escape').decode()} is not valid Unicode"
 
 
 def scorer_entry(entry: ScorerRecord, name: str) -> dict[str, Any]:
