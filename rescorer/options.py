@@ -16,13 +16,14 @@ import msgspec
 from .errors import ConfigError, UnknownNameError, short_repr
 
 KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", "text": "a string",
-         "path": "a path", "paths": "a path or a list of paths", "flag": "true or false"}
+         "path": "a path", "paths": "a path or a list of paths", "flag": "true or false",
+         "seconds": "a number of seconds (inf: no limit)"}
 
 
 @dataclass(frozen=True)
 class Option:
-    """One option's kind (``integer``, ``number``: finite, ``mapping``, ``text``, ``path``, ``paths``: a path or a
-    list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), the texts it takes
+    """One option's kind (``integer``, ``number``: finite, ``seconds``: a time limit, inf for none, ``mapping``,
+    ``text``, ``path``, ``paths``: a path or a list of them, ``flag``), its bounds for numbers (``strict``: the bounds themselves excluded), the texts it takes
     (``choices``, and also, with a ``pattern``, any text that matches it whole, described by ``example``), the
     options of a mapping's own keys (``fields``, checked in turn), whether null is allowed and an example for errors."""
 
@@ -54,8 +55,9 @@ class Option:
     def holds_kind(self, value: Any) -> bool:
         if self.kind == "integer":
             return isinstance(value, Integral) and not isinstance(value, bool)
-        if self.kind == "number":
-            return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        if self.kind in ("number", "seconds"):  # seconds: a limit, which may be infinite
+            return (isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(value)
+                    and (math.isfinite(value) or self.kind == "seconds"))
         if self.kind == "mapping":
             return isinstance(value, Mapping)
         if self.kind == "text":
@@ -112,6 +114,12 @@ SEED = Option("integer", low=0)              # numpy's generators take no negati
 RESAMPLES = Option("integer", low=1, high=100_000)  # bootstrap resamples (each one a row of utterance draws)
 HALVES = Option("integer", low=0, high=1000)  # random half-splits, each a whole tuning run
 RUN = {"bootstrap": RESAMPLES, "seed": SEED, "halves": HALVES}  # a rescoring run's own (task.bootstrap, …)
+COUNT = Option("integer", low=1)
+# A training's own (task.epochs, …; checked before any data is read or any teacher scores)
+TRAINING = {"epochs": COUNT, "steps": COUNT, "batch_size": COUNT, "eval_every": COUNT, "max_length": COUNT,
+            "patience": COUNT, "until": Option("integer", low=1, null=True), "lr": Option("number", low=0, strict=True),
+            "dev_fraction": Option("number", low=0, high=1, strict=True),
+            "max_seconds": Option("seconds", low=0, strict=True), "seed": SEED}
 
 
 @dataclass(frozen=True)

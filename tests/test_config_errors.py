@@ -65,6 +65,25 @@ def test_a_misspelt_group_option_or_key_is_one_line_with_the_closest_name(overri
     assert not (tmp_path / "out").exists()
 
 
+WRONG_TRAINING = [  # (overrides, the words the error line must hold): refused before any text is read or scored
+    pytest.param(["task=distill", "task.max_seconds=.inf"],
+                 ["task.max_seconds must be a number of seconds (inf: no limit) > 0, not '.inf'"], id="distill limit"),
+    pytest.param(["task=distill", "task.epochs=0"], ["task.epochs must be an integer ≥ 1, not 0"], id="distill epochs"),
+    pytest.param(["task=adapt", "task.lr=-1"], ["task.lr must be a number > 0, not -1"], id="adapt rate"),
+    pytest.param(["task=pcfg", "task.masked.batch_size=many"], ["task.masked.batch_size must be an integer ≥ 1"],
+                 id="pcfg batch"),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", WRONG_TRAINING)
+def test_a_training_option_of_the_wrong_kind_is_one_line_before_any_work(overrides, expected, tmp_path):
+    result = rescorer_cli(*overrides, f"out_dir={tmp_path}/out", cwd=tmp_path)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("rescorer: error: ") and all(word in lines[0] for word in expected), lines[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_valid_overrides_still_run(tmp_path):
     """Appended data sets and keys, a scorer list, a Hydra key, and a data option of the user's own --config-dir."""
     own = tmp_path / "conf" / "data"

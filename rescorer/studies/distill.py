@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..context import split
 from ..io.sets import NBestSet
 from ..normalise import Normaliser
+from ..options import TRAINING, checked
 from ..outdir import TRAINED, open_out_dir
 from ..report.plots import distill_plot, scatter_plot
 from ..report import write_report
@@ -87,6 +88,7 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
                     sets: Mapping[str, NBestSet]) -> dict[str, Any]:
     """The whole study on plain options (what ``conf/task/distill.yaml`` holds) and ``engine.*`` settings; with
     ``task["heldout"]``, student and teacher are compared on ``sets`` (of the data set named ``data``)."""
+    checked("task.", task, TRAINING)
     teacher = task["teacher"]
     out = open_out_dir(out_dir, read_paths(task, sets), TRAINED).path
     texts, nbests = training_texts(task)

@@ -20,6 +20,7 @@ import numpy as np
 from ..engine import load_scorer
 from ..errors import ConfigError, check_known
 from ..files import record_text, record_value, write_text
+from ..options import TRAINING, checked
 from ..pcfg import PCFG, Induction, load_grammar, write_grammar
 from ..pcfg.agreement import agreement, agreement_plot, aligned
 from ..report.plots import curve_plot
@@ -122,6 +123,8 @@ def run_experiment(options: Mapping[str, Any], out_dir: str | Path,
     out = Path(out_dir)
     models = list(options.get("models", MODELS))
     check_known("task.models entry", models, MODELS)
+    for prefix, values in [("task.", options), *((f"task.{m}.", options.get(m) or {}) for m in models)]:
+        checked(prefix, values, TRAINING)
     engine = dict(engine or {})
     induction = Induction(**options.get("induction", {}))
     grammar = load_grammar(options["grammar"], induction)

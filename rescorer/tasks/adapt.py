@@ -6,6 +6,7 @@ from typing import Any
 
 from ..files import record_text
 from ..io.refs import read_refs
+from ..options import TRAINING, checked
 from ..report.plots import curve_plot
 from ..train.adapt import AdaptConfig, adapt
 from ..train.export import export_delta
@@ -13,7 +14,7 @@ from . import task_options
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    options = task_options(cfg)
+    options = checked("task.", task_options(cfg), TRAINING)
     dev = options.pop("dev_refs", None)
     dev_size = options.pop("dev_size", 500)
     export = options.pop("export", None)
