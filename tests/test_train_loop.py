@@ -254,3 +254,19 @@ def test_pcfg_imports_no_training_scoring_or_engine_code():
         for name in imported(path):
             assert name.split(".")[:2] not in [["rescorer", m] for m in ("train", "scorers", "engine", "tasks")], \
                 f"{path.name} imports {name}"
+
+
+def test_a_training_resumes_only_with_the_options_it_was_started_with(tmp_path):
+    """A later stage may run longer or elsewhere; one with another rate or other data would mix two trainings in
+    one checkpoint, and is refused naming what differs."""
+    from rescorer.errors import ConfigError
+    from rescorer.train.loop import start_run
+
+    first = {"lr": 1e-4, "epochs": 3, "texts": 2703, "max_seconds": 60, "engine": {"threads": 1}}
+    start_run(tmp_path, first)
+    start_run(tmp_path, {**first, "lr": 2e-4})  # nothing saved yet: a new start
+    (tmp_path / "last").mkdir()
+    start_run(tmp_path, {**first, "lr": 2e-4, "epochs": 5, "max_seconds": 600, "engine": {"threads": 2}})
+    for changed, shown in (({"lr": 1e-4}, "lr: 0.0002 → 0.0001"), ({"texts": 810}, "texts: 2703 → 810")):
+        with pytest.raises(ConfigError, match=f"other options \\({next(iter(changed))}; {shown}\\)"):
+            start_run(tmp_path, {**first, "lr": 2e-4, **changed})

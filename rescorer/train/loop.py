@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..engine.progress import Meter
-from ..files import record_text, write_text
+from ..errors import ConfigError, short_repr
+from ..files import record_text, record_value, write_text
 from .checkpoint import load_checkpoint, save_checkpoint
 
 LEGACY_BEST = ("best_pppl", "best_ppl", "best_dev_mse")  # the best dev metric in runs saved before this loop
@@ -89,14 +90,31 @@ class TokenCounting(Objective):
         self.tokens = state["tokens"]
 
 
+# What may change between the stages of one training: where it runs and how long (a staged run goes on)
+RESUMABLE = frozenset({"epochs", "steps", "until", "max_seconds", "progress", "device", "engine", "out_dir"})
+
+
 def start_run(out_dir: str | Path, options: Mapping[str, Any]) -> Path:
-    """Create ``out_dir`` and record the run's options in ``config.json``; quiet Hugging Face's bars."""
+    """Create ``out_dir`` and record the run's options in ``config.json``; quiet Hugging Face's bars. A run that
+    would resume a checkpoint (``out_dir/last``) recorded with other options is refused, naming what differs: only
+    where and how long it runs may change between its stages (:data:`RESUMABLE`)."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.json", record_text(dict(options), indent=1, default=str) + "\n")
+    text = record_text(dict(options), indent=1, default=str) + "\n"
+    recorded = out / "config.json"
+    if (out / "last").is_dir() and recorded.is_file():
+        before, now = record_value(recorded.read_text(encoding="utf-8")), record_value(text)
+        differ = [k for k in dict.fromkeys([*before, *now]) if k not in RESUMABLE and before.get(k) != now.get(k)]
+        if differ:
+            first = differ[0]
+            raise ConfigError(f"out_dir={out} holds a training started with other options ({', '.join(differ)}; "
+                              f"{first}: {short_repr(before.get(first))} → {short_repr(now.get(first))}), which "
+                              "its checkpoint would mix with these: resume it with its own options, or choose a new "
+                              "out_dir")
+    write_text(recorded, text)
     return out
 
 
