@@ -155,7 +155,8 @@ class RunDir:
         """``work/parts…``, refused unless it stays inside ``work``."""
         path = self.work.joinpath(*parts)
         if real(self.work) not in real(path).parents:
-            raise ConfigError(f"{self.final.joinpath(*parts)} is outside out_dir={self.final}: nothing is written there")
+            raise ConfigError(f"{self.final.joinpath(*parts)} is outside out_dir={self.final}: nothing is written "
+                              "there")
         return path
 
     def shown(self, path: Path) -> str:

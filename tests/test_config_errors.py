@@ -68,7 +68,8 @@ def test_a_misspelt_group_option_or_key_is_one_line_with_the_closest_name(overri
 WRONG_TRAINING = [  # (overrides, the words the error line must hold): refused before any text is read or scored
     pytest.param(["task=distill", "task.max_seconds=.inf"],
                  ["task.max_seconds must be a number of seconds (inf: no limit) > 0, not '.inf'"], id="distill limit"),
-    pytest.param(["task=distill", "task.epochs=0"], ["task.epochs must be an integer ≥ 1, not 0"], id="distill epochs"),
+    pytest.param(["task=distill", "task.epochs=0"], ["task.epochs must be an integer ≥ 1, not 0"],
+                 id="distill epochs"),
     pytest.param(["task=adapt", "task.lr=-1"], ["task.lr must be a number > 0, not -1"], id="adapt rate"),
     pytest.param(["task=pcfg", "task.masked.batch_size=many"], ["task.masked.batch_size must be an integer ≥ 1"],
                  id="pcfg batch"),

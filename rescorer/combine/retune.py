@@ -101,7 +101,8 @@ def base_parts(nbest: NBest, base: Column, lm_columns: Sequence[str]) -> list[st
     column a scoring run added to the lists, a total a re-ranking wrote, a feature the decoder only reported."""
     names = [c for c in retune_names(nbest, base, ALL, lm_columns) if _numeric(nbest, c)]
     fitted, spreads = _fit(nbest, base, names)
-    return [n for n in names if spreads[base.name] and abs(fitted.weights[n]) * spreads[n] >= ABSENT * spreads[base.name]]
+    floor = ABSENT * spreads[base.name]
+    return [n for n in names if floor and abs(fitted.weights[n]) * spreads[n] >= floor]
 
 
 def _fit(nbest: NBest, base: Column, names: Sequence[str]) -> tuple[ToolkitWeights, dict[str, float]]:

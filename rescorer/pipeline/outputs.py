@@ -6,7 +6,7 @@ import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from ..engine import BoundScorer
 from ..errors import ConfigError
@@ -17,6 +17,7 @@ from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
+from .applying import Applied
 from .stream import EXAMPLES, Output
 from ..outdir import MARK, OutDir, RunDir, open_out_dir
 
@@ -129,7 +130,7 @@ class SetPlace:
         with set_outputs(self.out, name, like, self.with_ids) as (write, paths):
             yield [write], {kind: self.out.shown(path) for kind, path in paths.items()}
 
-    def done(self, name: str, applied: Any) -> None:
+    def done(self, name: str, applied: Applied) -> None:
         if not applied.entry.utterances:
             raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
 

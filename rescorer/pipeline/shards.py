@@ -108,7 +108,8 @@ class Shards:
     def say(self, name: str, applied: Applied, how: str) -> None:
         left = self.meter.remaining()
         self.meter.say(f"shard {len(self.contents)}/{len(self.paths)} {visible(name)}: {applied.entry.utterances:,} "
-                       f"utterances, {applied.entry.changed_1best:,} 1-bests changed{how}" + (f"; {left}" if left else ""))
+                       f"utterances, {applied.entry.changed_1best:,} 1-bests changed{how}"
+                       + (f"; {left}" if left else ""))
 
 
 def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,

@@ -193,7 +193,8 @@ class Tuned:
             raise ConfigError(f"{where}: scorer(s) {in_memory} were in-memory models: pass them as scorers=")
         unknown = sorted(set(given) - set(self.scorers))
         if unknown:
-            raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer ({', '.join(self.scorers) or 'none'})")
+            raise ConfigError(f"scorer(s) {unknown} are not in the tuned rescorer "
+                              f"({', '.join(self.scorers) or 'none'})")
         loaded = {**load_scorers(specs, engine), **given}
         self.check(loaded, where, accept_changed)
         return {column: loaded[column] for column in self.scorers}
