@@ -187,7 +187,7 @@ def test_a_bad_tuned_file_is_one_line_naming_it(content, says, tmp_path):
                      f"out_dir={tmp_path}/out", cwd=tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert lines[0].startswith(f"rescorer: error: ") and str(tuned) in lines[0] and says in lines[0], lines[0]
+    assert lines[0].startswith("rescorer: error: ") and str(tuned) in lines[0] and says in lines[0], lines[0]
     assert not (tmp_path / "out").exists()
 
 

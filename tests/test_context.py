@@ -149,7 +149,7 @@ def test_rescoring_with_a_context_column_beside_the_plain_one(tiny_models, tmp_p
                for note in report["notes"])
     from rescorer.pipeline.results import context_labels
 
-    assert context_labels(result.tuned) == {"ll_ctx": "ll_ctx (previous 2 utterances)"}
+    assert context_labels(result.tuned.loaded) == {"ll_ctx": "ll_ctx (previous 2 utterances)"}
     assert (tmp_path / "out" / "weights_dev.png").is_file()
     with pytest.raises(ConfigError, match="context.source=reference"):
         rescorer.rescore(dev=dev, scorers={"ll": {**scorers["ll_ctx"], "context": {"source": "reference"}}},

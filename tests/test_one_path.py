@@ -42,8 +42,8 @@ def applied_every_way(listed: Path, dev: rescorer.NBest, fmt: str, tmp: Path) ->
         out = tmp / f"shards{chunk}"
         rescorer.apply(None, tuned, inputs=[listed], out_dir=out, chunk=chunk, bootstrap=1)
         found.append(tree(out / "shards" / listed.name))
-    for name, given in (("named", {"nbest": str(listed)}), ("memory", read_nbest(listed, fmt))):
-        rescorer.apply({"test": given}, tuned, out_dir=tmp / name, bootstrap=1)
+    for name, spelled in (("named", {"nbest": str(listed)}), ("memory", read_nbest(listed, fmt))):
+        rescorer.apply({"test": spelled}, tuned, out_dir=tmp / name, bootstrap=1)
         found.append(tree(tmp / name / "test" / native.name))
     return found
 

@@ -185,7 +185,7 @@ def test_shipped_students_predict_the_teachers_pll(name):
 
     path = shipped_model(name)
     info = AutoConfig.from_pretrained(path).rescorer_student
-    assert f"minilm-mlm-" in info["teacher"] and "variant:word_l2r" in info["teacher"]
+    assert "minilm-mlm-" in info["teacher"] and "variant:word_l2r" in info["teacher"]
     refs = demo_refs(40)
     teacher = load_scorer("pll", str(minilm_mlm()), variant="word_l2r", case="sentence", append_period=True,
                           progress=False, store=None).compute(refs)

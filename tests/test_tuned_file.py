@@ -65,8 +65,11 @@ def digests(*paths: Path) -> dict[str, str]:
     ({"variant": ["a"]}, "unknown scorers.ll.spec key 'variant'"),
     ({"bos": ["auto"]}, "scorers.ll.spec.bos must be a plain value"),
     ({"model": 3}, "scorers.ll.spec.model must be a string"),
+    ({"context": {"utterances": 2, "source": "reference"}},
+     "scorers.ll.spec.context.source: a tuned rescorer never reads the references as context"),
 ], ids=["trust_remote_code", "device", "threads", "dtype", "compile", "budget", "store", "unknown-key",
-        "student-unknown-key", "unknown-kind", "option-of-another-kind", "not-plain", "model-not-text"])
+        "student-unknown-key", "unknown-kind", "option-of-another-kind", "not-plain", "model-not-text",
+        "reference-context"])
 def test_a_tuned_file_may_name_a_model_and_its_scoring_options_and_nothing_else(spec, says, tmp_path):
     path = tuned_file(tmp_path / "tuned.yaml", {"kind": "ll", "model": str(tmp_path / "m"), **spec})
     with pytest.raises(ConfigError, match=None) as caught:

@@ -39,7 +39,7 @@ def bench_context(model: str, utterances: int = 30, top: int = 10, context: int 
                                  **options, **common)
             name = f"{label}, {'shared prefixes' if share else 'every row in full'}"
             result[name] = rate(scorer, nbest)
-            info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({seconds:.1f} s), "
+            info(f"{name}: {result[name]['hyps_per_s']:.1f} hyp/s ({result[name]['seconds']:.1f} s), "
                   f"{result[name]['model_tokens']:,} model tokens in {result[name]['rows']:,} rows")
     if student:
         scorer = load_scorer("student", student, **{**engine, "device": device})

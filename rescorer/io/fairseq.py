@@ -12,7 +12,7 @@ import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, ContextManager, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable, Iterator
 
 import numpy as np
 

@@ -13,12 +13,13 @@ from ..metrics import Metric
 from ..types import NBest
 from ..options import FLAG, TEXT, Option, RunOptions, checked
 from ..outdir import OutDir
-from .outputs import checked_out_dir
+from .applying import RunPlace
+from .outputs import SetPlace, checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
 from ..io.inputs import named_inputs, named_paths
-from .shards import apply_shards
+from .shards import Shards
 from .stream import CHUNK
 from .tuned import Tuned
 
@@ -192,10 +193,11 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     :param models: where the tuned file's models are when they moved: a directory holding them (by their
         directory name), or ``{column or model name: path}``; each is checked against its tuned content hash.
     :param inputs: instead of ``sets``, a corpus of any size: an N-best file, a directory, a glob, ``@LIST`` (a
-        file listing the shards) or a list of these (:func:`rescorer.io.inputs.named_inputs`), re-ranked by
-        :func:`rescorer.pipeline.shards.apply_shards` to ``out_dir/shards/`` (``fmt``: their format; ``chunk``:
-        utterances scored together; ``every``, ``top``: as a set's); rerun, a killed apply redoes the rest.
-    :returns: the report, the re-ranked lists (for ``inputs``: in ``out_dir`` only) and the tuned rescorer.
+        file listing the shards) or a list of these (:func:`rescorer.io.inputs.named_inputs`), each re-ranked to
+        ``out_dir/shards/`` in its own format as soon as it is done (``fmt``: their format; ``chunk``: utterances
+        scored together; ``every``, ``top``: as a set's); rerun, a killed apply redoes the rest.
+    :returns: the report, the re-ranked lists (each made when first read; a corpus's shards are in ``out_dir``)
+        and the tuned rescorer.
     :raises rescorer.RescorerError: in one line naming it, for a tuned file, a list or a scorer that cannot be
         used (a changed model, an option a tuned file may not set).
 
@@ -215,10 +217,11 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     source = None if isinstance(tuned, Tuned) else str(tuned)
     tuned = (tuned if isinstance(tuned, Tuned) else Tuned.load(tuned)).located(source and Path(source), models)
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
+    reads = [source, (engine or {}).get("store"), *(scorer.store_path for scorer in given.values())]
     if shards is None:
-        out_dir = checked_out_dir(out_dir, named, given, [source, (engine or {}).get("store")])
+        place: RunPlace = SetPlace(checked_out_dir(out_dir, named, {}, reads), tuned.make_metric().name == "wer")
+    else:  # the output folder is opened once the models are checked and loaded
+        place = Shards.of(out_dir, shards, tuned, subset, [*named_paths(inputs), *reads])  # type: ignore[arg-type]
+        named = {shards[path]: NBestSet(str(path), fmt=fmt, **subset) for path in shards}  # type: ignore[arg-type]
     ordered = tuned.bound(given, engine, source or "tuned", accept_changed_models)
-    if shards is not None:
-        return Rescored(apply_shards(shards, tuned, ordered, out_dir=out_dir, fmt=fmt, chunk=chunk, data=data,
-                                     source=source, folders=named_paths(inputs), **subset), {}, tuned)
-    return apply_tuned(named, tuned, ordered, run=run, data=data, out_dir=out_dir, source=source)
+    return apply_tuned(named, tuned, ordered, place=place, run=run, data=data, source=source, chunk=chunk)

@@ -17,6 +17,7 @@ from ..io.sets import NBestSet
 from ..log import warning as warn
 from ..metrics import Metric
 from ..options import RunOptions
+from ..outdir import RunDir
 from ..report import Report, SetReport
 from ..safetext import visible
 from ..types import NBest
@@ -55,6 +56,27 @@ class Place(Protocol):
     def outputs(self, name: str, like: NBest) -> ContextManager[tuple[list[Output], dict[str, str]]]: ...
 
     def done(self, name: str, applied: Applied) -> None: ...
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a run's report says of where its inputs went: ``notes``, what was applied (``counted``: ``3 shards``;
+    empty for sets, named one by one), where the outputs are (``outputs``; None: the sets' own line) and how many
+    inputs the terminal shows (``shown``; None: all)."""
+
+    notes: list[str] = field(default_factory=list)
+    counted: str = ""
+    outputs: str | None = None
+    shown: int | None = None
+
+
+class RunPlace(Place, Protocol):
+    """The place of a whole run: also where the run's own files go (``opened``: the run's directory, None where
+    nothing is written) and what its report says of the inputs once all are applied (``summary``)."""
+
+    def opened(self) -> ContextManager[RunDir | None]: ...
+
+    def summary(self, applied: Mapping[str, Applied]) -> Summary: ...
 
 
 class Collected:

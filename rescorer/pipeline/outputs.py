@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -17,9 +17,9 @@ from ..io.common import id_lines, text_lines
 from ..io.sets import check_set_names
 from ..io.target import check_line_ids
 from ..types import NBest
-from .applying import Applied
+from .applying import Applied, Summary
 from .stream import EXAMPLES, Output
-from ..outdir import MARK, OutDir, RunDir, open_out_dir
+from ..outdir import MARK, OutDir, RunDir, open_out_dir, run_dir
 
 RUN_FILES = (MARK, "report.md", "report.html", "tuned.yaml")  # a run's own files beside the sets (and weights_*.png)
 ONE_BEST = "1best.txt"
@@ -108,16 +108,25 @@ def set_outputs(out: RunDir, name: str, like: NBest, with_ids: bool) -> Iterator
 
 @dataclass
 class SetPlace:
-    """Where a run's sets go: each written under ``out`` (its staging directory; None: nothing is written) as
-    :func:`set_outputs` writes it (``with_ids``: its 1-best as ``id text`` lines), and judged against its references;
-    a set without utterances is refused."""
+    """Where a run's sets go: staged in ``out_dir`` (None: nothing is written) and put in place whole when the run
+    succeeds, each set written as :func:`set_outputs` writes it (``with_ids``: its 1-best as ``id text`` lines) and
+    judged against its references; a set without utterances is refused."""
 
-    out: RunDir | None
+    out_dir: OutDir | None
     with_ids: bool
     checks_depth: bool = True
     kind: str = "set"
     examples: int = EXAMPLES
     judge: bool = True
+    out: RunDir | None = field(default=None, init=False)
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[RunDir | None]:
+        if self.out_dir is None:
+            yield None
+            return
+        with run_dir(self.out_dir) as self.out:
+            yield self.out
 
     def kept(self, name: str) -> None:
         return None
@@ -133,6 +142,9 @@ class SetPlace:
     def done(self, name: str, applied: Applied) -> None:
         if not applied.entry.utterances:
             raise ConfigError(f"set {name!r} has no utterances (check the file and every/start/stop/top)")
+
+    def summary(self, applied: Mapping[str, Applied]) -> Summary:
+        return Summary()
 
 
 @contextlib.contextmanager

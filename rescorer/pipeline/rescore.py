@@ -6,10 +6,9 @@ rescored and oracle WER/BLEU with the paired-bootstrap 95% interval of the chang
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ..combine import Column, Search, SearchResult, search_weights
 from ..combine.heldout import half_splits
@@ -22,17 +21,18 @@ from ..metrics import Metric
 from ..options import MAPPING, RunOptions
 from ..safetext import visible
 from ..types import NBest
-from ..outdir import OutDir, run_dir
-from .applying import Collected, apply_inputs, run_report
+from ..outdir import OutDir
+from .applying import Collected, RunPlace, apply_inputs, run_report
 from .outputs import SetPlace, checked_out_dir
 from ..report import Report, SearchSummary
 from .rerank import ScoredSet, prepare
-from .results import write_run
+from .results import Tuning, context_labels, write_run
 from .retuning import AUTO, decided, plan, retuned_alone
 from ..combine.scales import match_scales, search_warnings
 from .scoring import check_contexts
+from .stream import CHUNK
 from .sets import tuning_set
-from .tuned import Tuned
+from .tuned import FILE, Tuned
 
 
 def default_columns(scorers: Sequence[str]) -> list[Column]:
@@ -108,46 +108,42 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                             dev=metric.scale * result.dev,
                             dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
     alone = retuned_alone(prepared, columns, result.weights, retuning.retuned, metric, dev)
-    return apply_prepared(sets, prepared, tuned, scorers, metric, run=run, data=data, out_dir=target, result=result,
-                          search=summary, halves=study, notes=notes + retuning.notes + alone,
-                          warnings=[*mismatched, *found])
+    return apply_tuned(sets, tuned, scorers, place=SetPlace(target, metric.name == "wer", checks_depth=False),
+                       metric=metric, run=run, data=data, prepared=prepared,
+                       tuning=Tuning(result, summary, dev, study, context_labels(scorers)),
+                       notes=notes + retuning.notes + alone, warnings=[*mismatched, *found])
 
 
 def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
-                run: RunOptions = RunOptions(), data: str = "data", out_dir: str | Path | OutDir | None = None,
-                source: str | None = None) -> Rescored:
-    """Score ``sets`` (lists in memory, or read from their files a block at a time) with ``scorers`` (those of
-    ``tuned``), re-rank them with its weights and report: the metric where references exist, the counts and changed
-    1-bests everywhere. ``out_dir`` may not hold what the run reads (the sets' files, ``source``: the tuned
-    rescorer, the scorers' store) unless it was checked already."""
-    check_sets({name: nbest for name, nbest in sets.items() if not isinstance(nbest, NBestSet)}, scorers)
-    target = checked_out_dir(out_dir, sets, scorers, [source])
-    return apply_prepared(sets, {}, tuned, scorers, tuned.make_metric(), run=run, data=data, out_dir=target,
-                          source=source)
-
-
-def apply_prepared(sets: Mapping[str, NBest | NBestSet], prepared: Mapping[str, ScoredSet], tuned: Tuned,
-                   scorers: Mapping[str, BoundScorer], metric: Metric, *, run: RunOptions, data: str,
-                   out_dir: OutDir | None, result: SearchResult | None = None, source: str | None = None,
-                   notes: Sequence[str] = (), warnings: Sequence[str] = (), **more: Any) -> Rescored:
-    """Every set re-ranked under the weights of ``tuned`` (:func:`~rescorer.pipeline.applying.apply_inputs`, with
-    the scores ``prepared`` already), written to ``out_dir`` if given, and the report (a tuning run's when ``result``
-    is its search; ``source``: the tuned file an apply run read: its lists are checked against the depth tuned
-    on)."""
-    dev = tuned.tuned_on if result else None
-    with run_dir(out_dir) if out_dir is not None else contextlib.nullcontext() as out:
-        place = SetPlace(out, with_ids=metric.name == "wer", checks_depth=result is None)
-        applied = apply_inputs(sets, tuned, scorers, metric, place, run=run, known=prepared)
+                place: RunPlace | None = None, metric: Metric | None = None, run: RunOptions = RunOptions(),
+                data: str = "data", source: str | None = None, chunk: int = CHUNK,
+                prepared: Mapping[str, ScoredSet] = {}, tuning: Tuning | None = None, notes: Sequence[str] = (),
+                warnings: Sequence[str] = ()) -> Rescored:
+    """Every input of ``sets`` (lists in memory, or read from their files a block at a time, ``chunk`` utterances
+    scored together) re-ranked under the weights of ``tuned`` with its ``scorers``
+    (:func:`~rescorer.pipeline.applying.apply_inputs`) and put where ``place`` puts them (the sets of a run staged
+    in its out_dir, :class:`~rescorer.pipeline.outputs.SetPlace`; a corpus's shards,
+    :class:`~rescorer.pipeline.shards.Shards`; None: nowhere), and the report: the metric where references exist,
+    the counts and changed 1-bests everywhere. ``source``: the tuned file an apply run read. A tuning run gives its
+    ``metric`` (else the tuned file's), the scores ``prepared`` already and what only it reports (``tuning``)."""
+    metric = metric or tuned.make_metric()
+    place = place or SetPlace(None, metric.name == "wer")
+    with place.opened() as out:
+        applied = apply_inputs(sets, tuned, scorers, metric, place, run=run, chunk=chunk, known=prepared)
         for name, found in applied.items():
-            found.entry.tuned_on_this_set = name == dev
-            if name == dev and found.entry.change is not None:
+            found.entry.tuned_on_this_set = tuning is not None and name == tuning.on
+            if found.entry.tuned_on_this_set and found.entry.change is not None:
                 found.entry.change += " (tuned here)"
-        report = run_report("rescore" if result else "apply", applied, tuned, scorers, metric, data, place,
-                            source=source, notes=notes, warnings=warnings, **more)
+        summary = place.summary(applied)
+        report = run_report("rescore" if tuning else "apply", applied, tuned, scorers, metric, data, place,
+                            source=source, notes=[*summary.notes, *notes], warnings=warnings,
+                            **({"search": tuning.search, "halves": tuning.halves} if tuning else {}))
         if out is not None:
-            how = f"tuned on {tuned.tuned_on}" if result else f"from {source or 'a tuned rescorer'}"
-            title = f"{data}: {'rescored' if result else 're-ranked'} with {weights_text(tuned.weights)} ({how})"
-            write_run(out, report, {name: a.changes for name, a in applied.items()}, metric, tuned, title, result)
+            how = f"tuned on {tuning.on}" if tuning else f"from {source or 'a tuned rescorer'}"
+            title = (f"{data}: {summary.counted}{'rescored' if tuning else 're-ranked'} with "
+                     f"{weights_text(tuned.weights)} ({how})")
+            write_run(out, report, {name: a.changes for name, a in applied.items()}, metric, title,
+                      tuned.to_yaml(out.final / FILE), tuning, summary.outputs, summary.shown)
     return Rescored(report, RerankedSets(sets, prepared, tuned, scorers, metric), tuned)
 
 

@@ -1,5 +1,5 @@
-"""Apply a tuned rescorer to a corpus of any size: many N-best files (shards), each read, scored in pieces that keep
-a recording's utterances together, re-ranked and written in its own format under ``out_dir/shards/``. A finished
+"""Where a tuned rescorer applied to a corpus of any size puts it: many N-best files (shards), each re-ranked and
+written in its own format under ``out_dir/shards/`` as soon as it is done. A finished
 shard is recorded (``out_dir/done/NAME.json``: its input's content digest, the job and its output's size and time)
 and never redone while all three hold, so a killed run resumes where it stopped."""
 from __future__ import annotations
@@ -12,21 +12,15 @@ from typing import Iterator, Mapping, Sequence
 
 import msgspec
 
-from ..engine import BoundScorer
 from ..engine.progress import Meter
 from ..filehash import content_digest
 from ..files import record_text, record_value, write_text
 from ..io import block_writer
-from ..io.sets import NBestSet
-from ..metrics import Metric
-from ..report import Report
 from ..safetext import visible
 from ..outdir import SHARDED, SHARDS, Job, RunDir, open_out_dir
 from ..types import NBest
-from .applying import Applied, apply_inputs, run_report
-from .rescore import weights_text
-from .results import write_run
-from .stream import CHUNK, Output
+from .applying import Applied, Summary
+from .stream import Output
 from .tuned import Tuned
 
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
@@ -63,17 +57,38 @@ class ShardRecord(Applied):
 
 
 class Shards:
-    """Where a sharded apply's shards go: each written in its own format to ``out_dir/shards/NAME`` as soon as it
-    is done (not judged), recorded in ``done/NAME.json``, and kept as it is by a later run of the same job while its
-    input's content and its output are as recorded; progress is told shard by shard."""
+    """Where a sharded apply's shards go: ``out_dir`` opened for the job (:func:`~rescorer.outdir.open_out_dir`:
+    apart from the ``reads`` and the inputs ``paths``, by output name), each shard written in its own format to
+    ``out_dir/shards/NAME`` as soon as it is done (not judged), recorded in ``done/NAME.json``, and kept as it is by
+    a later run of the same job while its input's content and its output are as recorded; progress is told shard
+    by shard."""
 
     kind, examples, judge, checks_depth = "shard", EXAMPLES, False, True
 
-    def __init__(self, folder: Job, paths: Mapping[str, Path]):
-        self.folder, self.paths, self.contents = folder, paths, {}
+    def __init__(self, out_dir: str | Path, paths: Mapping[str, Path], job: Mapping[str, object],
+                 reads: Sequence[str | Path | None] = ()):
+        self.out_dir, self.paths, self.job, self.reads = out_dir, paths, job, reads
+        self.contents: dict[str, str] = {}
         self.sizes = {name: input_bytes(path) for name, path in paths.items()}  # the estimate: bytes per second
         self.meter = Meter("shards", len(paths), sum(self.sizes.values()), "shard", show=False)
         self.kept_names: list[str] = []
+        self.folder = Job(Path(out_dir), str(job["job"]))
+
+    @classmethod
+    def of(cls, out_dir: str | Path, shards: Mapping[Path, str], tuned: Tuned, subset: Mapping[str, int | None],
+           reads: Sequence[str | Path | None] = ()) -> "Shards":
+        """The place of ``shards`` (an input's path and its output's name, from
+        :func:`rescorer.io.inputs.named_inputs`) re-ranked by ``tuned``, of each what ``subset`` keeps (``every``,
+        ``top``)."""
+        return cls(out_dir, {name: path for path, name in shards.items()},
+                   {"job": job_key(tuned, subset), "weights": dict(tuned.weights)}, reads)
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[RunDir]:
+        folder = open_out_dir(self.out_dir, [*self.reads, *self.paths.values()], SHARDED, self.job)
+        assert isinstance(folder, Job)
+        self.folder = folder
+        yield RunDir(folder.path, folder.path)
 
     def kept(self, name: str) -> Applied | None:
         """The recorded result of shard ``name`` when it is finished for this job: an input of the same content
@@ -105,6 +120,26 @@ class Shards:
         self.meter.update(1, self.sizes[name])
         self.say(name, applied, "")
 
+    def summary(self, applied: Mapping[str, Applied]) -> Summary:
+        """Which shards an earlier run finished, how many changes the examples show, and which outputs of an earlier
+        run on other inputs are not in this report."""
+        kept = len(self.kept_names)
+        notes = [f"{kept} of {len(applied)} shards were finished by an earlier run of this job and kept as they are"] \
+            if kept else []
+        total = sum(r.entry.changed_1best for r in applied.values())
+        shown = sum(len(r.changes) for r in applied.values())
+        if shown < total:
+            notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
+        others = sorted(p.name for p in (self.folder.path / SHARDS).iterdir()
+                        if p.name not in applied and p.name[0] != ".")
+        if others:
+            notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}"
+                         f"{', …' if len(others) > 3 else ''}) come from an earlier run of this job on other inputs "
+                         "and are not in this report: remove them, or use a new out_dir")
+        return Summary(notes, f"{len(applied)} shards ", f"Outputs in {self.folder.path}/{SHARDS}/: each shard "
+                       "re-ranked in its own format; report.html shows the changes.", SHOWN)
+
+
     def say(self, name: str, applied: Applied, how: str) -> None:
         left = self.meter.remaining()
         self.meter.say(f"shard {len(self.contents)}/{len(self.paths)} {visible(name)}: {applied.entry.utterances:,} "
@@ -112,54 +147,6 @@ class Shards:
                        + (f"; {left}" if left else ""))
 
 
-def apply_shards(shards: Mapping[Path, str], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
-                 out_dir: str | Path, fmt: str = "auto", chunk: int = CHUNK, data: str = "data",
-                 source: str | None = None, every: int = 1, top: int | None = None,
-                 folders: Sequence[Path] = ()) -> Report:
-    """Re-rank every shard (an input's path and its output's name, from :func:`rescorer.io.inputs.named_inputs`)
-    with ``tuned`` and its ``scorers`` (:func:`~rescorer.pipeline.applying.apply_inputs`), one shard in memory at a
-    time, each written to ``out_dir/shards/NAME`` in its own format as soon as it is done; shards finished by an
-    earlier run of the same job from inputs of the same content are kept as they are; of each, every ``every``-th
-    utterance, each cut to its best ``top``; ``folders``: the paths the inputs were named by (a directory, a list
-    file: out_dir may not lie in one). The report (``report.json``, ``.md``, ``.html``) has a row per shard.
-
-    Each input is read once more, to digest its content before it is kept or re-ranked (about 2 ms a MB: some 5% of
-    an apply on the lists' own columns, which re-ranks 25-38 MB/s, and nothing beside an LM's scoring); a resumed
-    job reads every finished input once to check it."""
-    paths = list(shards)
-    folder = open_out_dir(out_dir, [*folders, *paths, source, *(s.store_path for s in scorers.values())], SHARDED,
-                          {"job": job_key(tuned, {"every": every, "top": top}), "weights": dict(tuned.weights)})
-    assert isinstance(folder, Job)
-    metric, job = tuned.make_metric(), Shards(folder, {shards[path]: path for path in paths})
-    applied = apply_inputs({shards[path]: NBestSet(str(path), fmt=fmt, every=every, top=top) for path in paths},
-                           tuned, scorers, metric, job, chunk=chunk)
-    return write_job_report(job, applied, tuned, metric, scorers, data, source)
-
-
 def input_bytes(path: Path) -> int:
     """The size of a shard: its file, or every file of a decode directory."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
-
-
-def write_job_report(job: Shards, results: Mapping[str, Applied], tuned: Tuned, metric: Metric,
-                     scorers: Mapping[str, BoundScorer], data: str, source: str | None) -> Report:
-    """The report of every shard, from their records: ``report.json``, ``report.md`` and ``report.html``."""
-    kept = len(job.kept_names)
-    notes = [f"{kept} of {len(results)} shards were finished by an earlier run of this job and kept as they are"] \
-        if kept else []
-    total = sum(r.entry.changed_1best for r in results.values())
-    shown = sum(len(r.changes) for r in results.values())
-    if shown < total:
-        notes.append(f"the examples show {shown} of the {total:,} changed 1-bests (up to {EXAMPLES} a shard)")
-    others = sorted(p.name for p in (job.folder.path / SHARDS).iterdir() if p.name not in results and p.name[0] != ".")
-    if others:
-        notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}{', …' if len(others) > 3 else ''}"
-                     ") come from an earlier run of this job on other inputs and are not in this report: remove "
-                     "them, or use a new out_dir")
-    report = run_report("apply", results, tuned, scorers, metric, data, job, source=source, notes=notes)
-    path = job.folder.path
-    write_run(RunDir(path, path), report, {name: r.changes for name, r in results.items()}, metric, tuned,
-              f"{data}: {len(results)} shards re-ranked with {weights_text(tuned.weights)}", None,
-              f"Outputs in {path}/{SHARDS}/: each shard re-ranked in its own format; report.html shows the changes.",
-              SHOWN)
-    return report

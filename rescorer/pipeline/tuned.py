@@ -285,4 +285,7 @@ def checked_spec(spec: Any, name: str) -> dict[str, Any] | None:
         values = value.values() if key == "context" and isinstance(value, Mapping) else [value]
         if not all(v is None or isinstance(v, (str, int, float)) for v in values):
             raise ConfigError(f"{where}.{key} must be a plain value (string, number, true/false), not {value!r}")
+    if isinstance(spec.get("context"), Mapping) and spec["context"].get("source") == "reference":
+        raise ConfigError(f"{where}.context.source: a tuned rescorer never reads the references as context (that is "
+                          "for analysis with task=score): use first_pass or rescored")
     return spec
