@@ -11,6 +11,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from .safetext import visible
+
 LOGGER = logging.getLogger("rescorer")
 
 
@@ -19,7 +21,9 @@ def info(text: str) -> None:
 
 
 def warning(text: str) -> None:
-    LOGGER.warning("rescorer: warning: %s", text)
+    """A warning in one line: what came from the inputs in it (names, texts) cannot move the cursor or break the
+    line (:func:`~rescorer.safetext.visible`)."""
+    LOGGER.warning("rescorer: warning: %s", visible(text))
 
 
 def rendered(renderable: Any, width: int) -> str:

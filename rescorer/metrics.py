@@ -39,6 +39,12 @@ class Metric:
     label: str
     options: dict  # what ``make_metric(name, **options)`` needs to build the same metric again
 
+    def __eq__(self, other: object) -> bool:
+        """The same metric: the same name and options."""
+        return isinstance(other, Metric) and (self.name, self.options) == (other.name, other.options)
+
+    __hash__ = None  # type: ignore[assignment]  # its options may change
+
     def segment_stats(self, refs: Sequence[str], hyps: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
 

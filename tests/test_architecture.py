@@ -32,8 +32,8 @@ LAYERS = [
     ("normalise", "store", "shipped", "filehash", "devtools", "options", "outdir", "strictyaml"),  # filehash: content
     # hashes (models, inputs); outdir: the out_dir every task checks and opens; strictyaml: a user's YAML, read strictly
     ("files", "paths"),        # atomic writes; where the configs, demo, data and user cache are
-    ("types", "errors", "version", "safetext", "log", "bulk"),  # safetext: input text safe to show people; log: messages;
-    # bulk: many small objects made at once
+    ("types", "errors", "version", "log", "bulk"),  # log: messages; bulk: many small objects made at once
+    ("safetext",),             # input text safe to show people (every warning goes through it)
 ]
 TIER = {name: k for k, names in enumerate(LAYERS) for name in names}
 TORCH_FREE = ("io", "context", "metrics", "normalise", "combine", "changes", "report", "filehash", "files",

@@ -13,6 +13,7 @@ import yaml
 
 import rescorer
 from rescorer.errors import ConfigError
+from rescorer.metrics import make_metric
 from rescorer.pipeline.tuned import Tuned
 from rescorer.scorers.loading import local_fingerprint
 
@@ -102,7 +103,7 @@ def test_weights_that_are_not_finite_are_refused_in_the_api_too():
 
     for weight in (float("nan"), float("-inf"), "0.5"):
         with pytest.raises(ConfigError, match="weight of ll must be a finite number"):
-            Tuned(Column("score"), (Column("ll"),), {"ll": weight}, {"name": "wer"}, {})
+            Tuned(Column("score"), (Column("ll"),), {"ll": weight}, make_metric("wer"), {})
 
 
 def test_a_yaml_1e400_weight_is_infinite_and_refused(tmp_path):
@@ -139,7 +140,7 @@ def test_a_symlink_loop_as_the_tuned_file_or_among_moved_models_is_named_as_a_lo
     (tmp_path / "b").symlink_to(tmp_path / "a")
     with pytest.raises(rescorer.RescorerError) as caught:
         Tuned.load(tmp_path / "a")
-    assert str(caught.value) == f"{tmp_path / 'a'}: symbolic link loop"
+    assert str(caught.value) == f"{tmp_path / 'a'}: not a readable tuned.yaml (symbolic link loop)"
     models = tmp_path / "models"
     models.mkdir()
     (models / "m").symlink_to(models / "m")
@@ -160,7 +161,7 @@ def test_a_tuned_path_that_is_not_a_small_regular_file_is_one_line_and_never_blo
     if kind == "huge":
         path.write_text("# " + "x" * (2 << 20) + "\n")
     says = {"fifo": "not a regular file but a pipe", "device": "not a regular file but a device",
-            "directory": "expected a file, found a directory", "huge": "is too large for a tuned.yaml"}[kind]
+            "directory": "expected a file, found a directory", "huge": f"not a readable tuned.yaml ({(2 << 20) + 3:,} bytes, more than the {1 << 20:,} it may hold)"}[kind]
     with pytest.raises(ConfigError, match=None) as caught:
         Tuned.load(path)  # a FIFO without a writer would block forever if it were opened
     assert str(caught.value).startswith(str(path)) and says in str(caught.value), str(caught.value)

@@ -38,9 +38,10 @@ def present(path: str | os.PathLike) -> bool:
     return input_status(path) is not None
 
 
-def _regular_file(path: Path) -> Path:
-    """``path`` itself when it is a regular file; else an error saying what it is. Only regular files are opened: a
-    pipe or device could not be read a second time (or would wait for a writer)."""
+def _regular_file(path: Path, most: int | None = None) -> Path:
+    """``path`` itself when it is a regular file (of at most ``most`` bytes, where given); else an error saying what
+    it is. Only regular files are opened: a pipe or device could not be read a second time (or would wait for a
+    writer)."""
     status = input_status(path)
     if status is None:
         raise NBestFormatError(path, None, "no such file")
@@ -50,6 +51,8 @@ def _regular_file(path: Path) -> Path:
         kind = special_kind(status.st_mode)
         raise NBestFormatError(path, None, f"not a regular file but {kind}, which could be read only once or wait "
                                            "for a writer: save it to a file first")
+    if most is not None and status.st_size > most:
+        raise NBestFormatError(path, None, f"{status.st_size:,} bytes, more than the {most:,} it may hold")
     return path
 
 
@@ -61,9 +64,10 @@ def _decoded(data: bytes, path: Path, first_line: int) -> str:
         raise NBestFormatError(path, line, "not valid UTF-8", data[err.start : err.start + 8]) from None
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line (regular files only)."""
-    path = _regular_file(Path(path))
+def read_text(path: str | os.PathLike, most: int | None = None) -> str:
+    """The whole file as UTF-8; undecodable bytes and empty files are errors naming the line (regular files only,
+    of at most ``most`` bytes where given)."""
+    path = _regular_file(Path(path), most)
     try:
         data = path.read_bytes()
     except OSError as err:

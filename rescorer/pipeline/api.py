@@ -14,7 +14,7 @@ from ..types import NBest
 from ..options import FLAG, TEXT, Option, RunOptions, checked
 from ..outdir import OutDir
 from .applying import RunPlace
-from .outputs import SetPlace, checked_out_dir
+from .outputs import checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
 from .portable import Models
@@ -32,7 +32,7 @@ ARGUMENTS = {"sets": Option("mapping", null=True), "scorers": Option("mapping", 
              "columns": Option("mapping", null=True, example="{ctc: {range: [0, 1], step: 0.1}}"), "metric": TEXT,
              "base": Option("mapping", fields={"name": Option("text", null=True)}), "out_dir": Option("path", null=True),
              "data": TEXT, "name": TEXT, "engine": Option("mapping", null=True), "fmt": FORMAT,
-             "accept_changed_models": FLAG, "tuned": Option("path", example="tuned.yaml, or a rescorer.Tuned")}
+             "accept_changed_models": FLAG}
 
 
 def set_of(value: SetLike | NBestSet, where: str) -> NBest | NBestSet:
@@ -211,7 +211,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
         print(rescorer.apply({"nbest": f"{demo}/test_clean", "every": 10}, tuned))  # no references needed
     """
     checked("", dict(scorers=scorers, out_dir=out_dir, engine=engine, accept_changed_models=accept_changed_models,
-                     data=data, name=name, **({} if isinstance(tuned, Tuned) else {"tuned": tuned})), ARGUMENTS)
+                     data=data, name=name), ARGUMENTS)
     run = run or RunOptions.of(dict(bootstrap=bootstrap, seed=seed))
     named, shards = applied_sets(sets, name, inputs, out_dir, fmt, chunk, subset := {"every": every, "top": top})
     source = None if isinstance(tuned, Tuned) else str(tuned)
@@ -219,7 +219,7 @@ def apply(sets: SetLike | Mapping[str, SetLike] | None, tuned: str | Path | Tune
     given = dict(scorers or (tuned.loaded if engine is None else {}))  # tuned in this process: its scorers
     reads = [source, (engine or {}).get("store"), *(scorer.store_path for scorer in given.values())]
     if shards is None:
-        place: RunPlace = SetPlace(checked_out_dir(out_dir, named, {}, reads), tuned.make_metric().name == "wer")
+        place: RunPlace | OutDir | None = checked_out_dir(out_dir, named, {}, reads)
     else:  # the output folder is opened once the models are checked and loaded
         place = Shards.of(out_dir, shards, tuned, subset, [*named_paths(inputs), *reads])  # type: ignore[arg-type]
         named = {shards[path]: NBestSet(str(path), fmt=fmt, **subset) for path in shards}  # type: ignore[arg-type]

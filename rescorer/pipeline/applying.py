@@ -19,7 +19,6 @@ from ..metrics import Metric
 from ..options import RunOptions
 from ..outdir import RunDir
 from ..report import Report, SetReport
-from ..safetext import visible
 from ..types import NBest
 from .rerank import ScoredSet
 from .scoring import context_notes
@@ -115,7 +114,7 @@ def apply_inputs(inputs: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: 
                 found = apply_input(name, source, tuned, scorers, metric, place, run, chunk, known.get(name))
             if place.checks_depth and all(a.depth != found.depth for a in applied.values()):  # each depth said once
                 for line in depth_warnings({name: found.depth}, tuned, place.kind):
-                    warn(visible(line))
+                    warn(line)
             place.done(name, found)
         applied[name] = found
     return applied

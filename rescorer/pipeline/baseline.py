@@ -7,7 +7,6 @@ from typing import Mapping
 from ..log import warning as warn
 from ..metrics import Metric, NBestStats
 from ..report import EvaluatedSet, Evaluation, write_report
-from ..safetext import visible
 from ..types import NBest
 from ..version import TOOL, signature
 from ..outdir import OutDir, run_dir
@@ -20,7 +19,7 @@ def evaluate(sets: Mapping[str, NBest], metric: Metric, out_dir: str | Path | Ou
     entries = {}
     for name, nbest in sets.items():
         for mismatch in metric.mismatches(nbest.refs(), nbest.select([0] * len(nbest))):
-            warn(visible(f"{name}: {mismatch}"))
+            warn(f"{name}: {mismatch}")
         stats = NBestStats.compute(nbest, metric)
         entries[name] = EvaluatedSet(
             format=nbest.fmt, path=nbest.source, utterances=len(nbest), hypotheses=nbest.num_hypotheses,

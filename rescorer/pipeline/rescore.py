@@ -19,7 +19,6 @@ from ..io.sets import NBestSet
 from ..log import info, warning as warn
 from ..metrics import Metric
 from ..options import MAPPING, RunOptions
-from ..safetext import visible
 from ..types import NBest
 from ..outdir import OutDir
 from .applying import Collected, RunPlace, apply_inputs, run_report
@@ -87,7 +86,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     base = base or Column(natural_base(sets[dev]))
     mismatched = metric.mismatches(sets[dev].refs(), sets[dev].select([0] * len(sets[dev])))
     for warning in mismatched:  # before any scoring: the user may stop and fix the option
-        warn(visible(warning))
+        warn(warning)
     retuning = plan(columns or default_columns(list(scorers)), sets[dev], base, retune, list(scorers))
     columns, notes = match_scales(retuning.columns, base, sets[dev], list(scorers))
     prepared = {name: prepare(nbest, scorers, base, columns, metric) for name, nbest in sets.items()}
@@ -96,7 +95,7 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
     result = tune(prepared[dev], columns, search)
     found = search_warnings(result, columns)
     for warning in found:
-        warn(visible(warning))
+        warn(warning)
     if run.halves:
         info(f"rescorer: task.halves={run.halves}: tuning on {run.halves} random halves of {dev}, judging the others")
     study = half_splits(prepared[dev].features, prepared[dev].stats, columns,
@@ -108,26 +107,26 @@ def rescore_loaded(sets: Mapping[str, NBest], scorers: Mapping[str, BoundScorer]
                             dev=metric.scale * result.dev,
                             dev_ci95=[metric.scale * x for x in result.dev_ci] if result.dev_ci else None)
     alone = retuned_alone(prepared, columns, result.weights, retuning.retuned, metric, dev)
-    return apply_tuned(sets, tuned, scorers, place=SetPlace(target, metric.name == "wer", checks_depth=False),
-                       metric=metric, run=run, data=data, prepared=prepared,
+    return apply_tuned(sets, tuned, scorers, place=target, metric=metric, run=run, data=data, prepared=prepared,
                        tuning=Tuning(result, summary, dev, study, context_labels(scorers)),
                        notes=notes + retuning.notes + alone, warnings=[*mismatched, *found])
 
 
 def apply_tuned(sets: Mapping[str, NBest | NBestSet], tuned: Tuned, scorers: Mapping[str, BoundScorer], *,
-                place: RunPlace | None = None, metric: Metric | None = None, run: RunOptions = RunOptions(),
+                place: RunPlace | OutDir | None = None, metric: Metric | None = None, run: RunOptions = RunOptions(),
                 data: str = "data", source: str | None = None, chunk: int = CHUNK,
                 prepared: Mapping[str, ScoredSet] = {}, tuning: Tuning | None = None, notes: Sequence[str] = (),
                 warnings: Sequence[str] = ()) -> Rescored:
     """Every input of ``sets`` (lists in memory, or read from their files a block at a time, ``chunk`` utterances
     scored together) re-ranked under the weights of ``tuned`` with its ``scorers``
-    (:func:`~rescorer.pipeline.applying.apply_inputs`) and put where ``place`` puts them (the sets of a run staged
-    in its out_dir, :class:`~rescorer.pipeline.outputs.SetPlace`; a corpus's shards,
+    (:func:`~rescorer.pipeline.applying.apply_inputs`) and put where ``place`` puts them (an out_dir checked already,
+    where each set is staged, :class:`~rescorer.pipeline.outputs.SetPlace`; a corpus's shards,
     :class:`~rescorer.pipeline.shards.Shards`; None: nowhere), and the report: the metric where references exist,
     the counts and changed 1-bests everywhere. ``source``: the tuned file an apply run read. A tuning run gives its
     ``metric`` (else the tuned file's), the scores ``prepared`` already and what only it reports (``tuning``)."""
-    metric = metric or tuned.make_metric()
-    place = place or SetPlace(None, metric.name == "wer")
+    metric = metric or tuned.metric
+    if place is None or isinstance(place, OutDir):
+        place = SetPlace(place, with_ids=metric.name == "wer", checks_depth=tuning is None)
     with place.opened() as out:
         applied = apply_inputs(sets, tuned, scorers, metric, place, run=run, chunk=chunk, known=prepared)
         for name, found in applied.items():

@@ -26,6 +26,7 @@ from .portable import Models, check_moved, located_model, portable_model
 
 FILE = "tuned.yaml"
 MAX_BYTES = 1 << 20  # a tuned file is a few hundred bytes a scorer
+TUNED = Option("path", example="tuned.yaml, or a rescorer.Tuned")  # a tuned file's path as the API takes it
 # What a tuned file never decides: code execution, and where and how the applying run computes.
 ACCEPT = "accept_changed_models=True (task.accept_changed_models=true on the command line)"
 RUN_KEYS = frozenset({"trust_remote_code", "device", "dtype", "compile", "threads", "budget", "store", "progress",
@@ -82,12 +83,12 @@ HEADER = ("# A tuned rescorer, written by `rescorer task=rescore`. Apply it to n
 @dataclass(frozen=True)
 class Tuned:
     """What a tuning run chose: ``base`` (weight 1), ``columns`` with their ``weights``, the ``metric`` it was
-    tuned for (``{name, **options}``) and each LM column's scorer ``{spec, signature}``."""
+    tuned for and each LM column's scorer ``{spec, signature}``."""
 
     base: Column
     columns: tuple[Column, ...]
     weights: Mapping[str, float]
-    metric: Mapping[str, Any]
+    metric: Metric
     scorers: Mapping[str, Mapping[str, Any]]
     tuned_on: str = "dev"
     data: str = "data"
@@ -106,7 +107,7 @@ class Tuned:
         """From a tuning run's choices and the scorers it used."""
         specs = {name: {"spec": scorer_spec(scorer), "signature": scorer.signature} for name, scorer in scorers.items()}
         return cls(base, tuple(columns), {c.name: float(weights[c.name]) for c in columns},
-                   {"name": metric.name, **metric.options}, specs, loaded=dict(scorers), **about)
+                   metric, specs, loaded=dict(scorers), **about)
 
     def to_yaml(self, path: str | Path = FILE) -> str:
         """The file at ``path``: its models named so that it can be copied (see :mod:`.portable`)."""
@@ -115,7 +116,7 @@ class Tuned:
                                                       if s["spec"].get("model") else {})}
                  for name, s in self.scorers.items()}
         body = {"rescorer": self.version, "data": self.data, "tuned_on": self.tuned_on, "search": self.search,
-                "metric": dict(self.metric), "dev": dict(self.dev), "lists": dict(self.lists),
+                "metric": {"name": self.metric.name, **self.metric.options}, "dev": dict(self.dev), "lists": dict(self.lists),
                 "base": {"name": self.base.name, "penalty": self.base.penalty, "alpha": self.base.alpha},
                 "columns": {c.name: {"weight": self.weights[c.name], "penalty": c.penalty, "alpha": c.alpha}
                             for c in self.columns},
@@ -132,17 +133,16 @@ class Tuned:
         """Read ``tuned.yaml`` and check all of it against its schema before anything uses it: a missing, special
         or oversized file, bad YAML (aliases included), an unknown key, a value of the wrong type, a weight that is
         not finite, or a scorer spec that asks for what only the applying run decides is one line naming it."""
-        path = Path(path)
+        path = Path(TUNED.check("tuned", path))
         doc = read_yaml(path)
         if not isinstance(doc, dict) or not {"base", "columns", "metric", "scorers"} <= set(doc):
             raise ConfigError(f"{path}: not a tuned.yaml (it needs base, columns, metric and scorers)")
         try:
             record = typed(doc, TunedRecord)
-            make_metric(**record.metric)  # refuse an unknown metric or option now
             base, columns = record.base, record.columns
             return cls(Column(base.name, base.penalty, base.alpha),
                        tuple(Column(name, column.penalty, column.alpha) for name, column in columns.items()),
-                       {name: column.weight for name, column in columns.items()}, record.metric,
+                       {name: column.weight for name, column in columns.items()}, make_metric(**record.metric),
                        {name: scorer_entry(entry, name) for name, entry in record.scorers.items()},
                        record.tuned_on, record.data, record.search, record.rescorer, record.dev or {},
                        record.lists or {})
@@ -159,9 +159,6 @@ class Tuned:
                                                                                     source, models)}}
                    if entry["spec"] and entry["spec"].get("model") else entry for name, entry in self.scorers.items()}
         return replace(self, scorers=scorers)
-
-    def make_metric(self) -> Metric:
-        return make_metric(**self.metric)
 
     def check_models(self, path: str | Path, accept_changed: bool = False, given: Iterable[str] = ()) -> None:
         """Before any model is loaded: refuse a scorer whose local model files are not those it was tuned with (the
@@ -238,16 +235,14 @@ def changed_fields(before: str, after: str) -> str:
 
 def read_yaml(path: Path) -> Any:
     """The YAML document of a tuned file: a regular file of at most ``MAX_BYTES``, read by :class:`StrictLoader`."""
-    from ..io.common import input_status, read_text
+    from ..io.common import read_text
 
-    if input_status(path) is None:
-        raise ConfigError(f"task.tuned={path}: no such file (a tuning run writes tuned.yaml in its out_dir)")
-    if path.is_file() and path.stat().st_size > MAX_BYTES:
-        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a tuned.yaml "
-                          f"(at most {MAX_BYTES:,})")
     try:
-        return yaml.load(read_text(path), Loader=StrictLoader)  # noqa: S506 — a SafeLoader, stricter
+        return yaml.load(read_text(path, MAX_BYTES), Loader=StrictLoader)  # noqa: S506 — a SafeLoader, stricter
     except NBestFormatError as err:
+        if err.problem == "no such file":
+            raise ConfigError(f"task.tuned={path}: no such file (a tuning run writes tuned.yaml in its out_dir)") \
+                from None
         raise ConfigError(f"{path}: not a readable tuned.yaml ({err.problem})") from None
     except DuplicateKey as err:
         raise ConfigError(f"{path}:{err.problem_mark.line + 1}: {err.problem}") from None
