@@ -15,7 +15,7 @@ from .version import __version__
 _HOMES = {
     "pipeline": None, "shipped": None, "load_scorer": "engine", "rescore": "pipeline.api", "apply": "pipeline.api",
     "convert": "io.convert",
-    "Rescored": "pipeline.rescore", "Report": "report", "Tuned": "pipeline.tuned",
+    "Rescored": "pipeline.rescore", "Report": "report", "Tuned": "tuned",
     "bleu": "metrics", "wer": "metrics", "Hypothesis": "types", "NBest": "types", "Utterance": "types",
     **dict.fromkeys(("ConfigError", "NBestFormatError", "RescorerError", "ScorerError"), "errors"),
     **dict.fromkeys(("FORMATS", "detect_format", "nbest_from_generate", "read_nbest", "write_nbest"), "io"),

@@ -19,6 +19,7 @@ LAYERS = [
     ("tasks",),                # thin Hydra adapters
     ("studies",),              # PCFG ground truth, minimal pairs, desiderata, distillation as plain functions
     ("pipeline", "benchmark"),  # the main job and the benchmarks as plain functions
+    ("tuned",),                # the tuned rescorer: its file, its models named to travel, its bundle
     ("train", "pairs"),        # training loops and objectives; minimal-pair evaluation
     ("engine",),               # runs scorers: store, batching, budgets, scale-out
     ("scorers",),              # model adapters

@@ -14,7 +14,7 @@ from rescorer.options import RunOptions
 from rescorer.paths import CONF, DEMO
 from rescorer.io import write_nbest
 from rescorer import outdir
-from rescorer.pipeline.bundle import bundle
+from rescorer.tuned.bundle import bundle
 from rescorer.studies import distill  # noqa: F401  (imported, so its out_dir is counted too)
 from rescorer.tasks import register_resolvers, run_task
 

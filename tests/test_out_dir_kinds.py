@@ -13,7 +13,7 @@ import pytest
 import rescorer
 from rescorer.errors import ConfigError
 from rescorer.io import write_nbest
-from rescorer.pipeline.bundle import bundle
+from rescorer.tuned.bundle import bundle
 from rescorer.studies.distill import distill_student
 
 from .conftest import DEMO

@@ -16,8 +16,8 @@ import pytest
 
 import rescorer
 from rescorer.errors import ConfigError
-from rescorer.pipeline.bundle import bundle
-from rescorer.pipeline.portable import located_model, portable_model
+from rescorer.tuned.bundle import bundle
+from rescorer.tuned.portable import located_model, portable_model
 
 from .conftest import DEMO
 

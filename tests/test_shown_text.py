@@ -85,7 +85,7 @@ def test_a_number_that_rounds_to_zero_never_shows_a_minus_sign():
 
 
 def test_a_bundle_shows_the_tuned_path_and_out_dir_inert(tmp_path, capsys, terminal):
-    from rescorer.pipeline.bundle import bundle
+    from rescorer.tuned.bundle import bundle
 
     source = hostile_list(tmp_path / "in.jsonl")
     hostile = tmp_path / "\x1b]0;pwned\x07run\x1b[2J"

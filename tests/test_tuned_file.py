@@ -14,7 +14,7 @@ import yaml
 import rescorer
 from rescorer.errors import ConfigError
 from rescorer.metrics import make_metric
-from rescorer.pipeline.tuned import Tuned
+from rescorer.tuned import Tuned
 from rescorer.scorers.loading import local_fingerprint
 
 from .conftest import DEMO

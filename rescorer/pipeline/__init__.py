@@ -12,7 +12,7 @@ from .annotate import score_sets
 from .scoring import perplexity, score_nbest, set_perplexities
 from .stream import apply_blocks, apply_weights
 from .sets import read_sets, tuning_set
-from .tuned import Tuned
+from ..tuned.file import Tuned
 
 __all__ = ["RESCORE_COLUMN", "Interval", "Report", "Rescored", "ScoredSet", "SearchSummary", "SetReport", "Tuned",
            "apply", "apply_blocks", "apply_tuned", "apply_weights", "default_columns", "evaluate", "perplexity", "prepare", "read_sets",

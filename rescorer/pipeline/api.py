@@ -17,11 +17,11 @@ from .applying import RunPlace
 from .outputs import checked_out_dir
 from .rescore import Rescored, apply_tuned, rescore_loaded
 from .sets import metric_of
-from .portable import Models
+from ..tuned.portable import Models
 from ..io.inputs import named_inputs, named_paths
 from .shards import Shards
 from .stream import CHUNK
-from .tuned import Tuned
+from ..tuned.file import Tuned
 
 INPUT_SUBSET = {"every": 1, "top": None}  # what a shard keeps of its utterances and hypotheses: all of them
 SetLike = Union[NBest, str, Path, Mapping[str, Any]]  # a list read already, a path, or NBestSet options

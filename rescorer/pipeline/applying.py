@@ -23,7 +23,7 @@ from ..types import NBest
 from .rerank import ScoredSet
 from .scoring import context_notes
 from .stream import CHUNK, Output, Tally, apply_blocks, set_blocks
-from .tuned import Tuned
+from ..tuned.file import Tuned
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ..combine.scales import match_scales, search_warnings
 from .scoring import check_contexts
 from .stream import CHUNK
 from .sets import tuning_set
-from .tuned import FILE, Tuned
+from ..tuned.file import FILE, Tuned
 
 
 def default_columns(scorers: Sequence[str]) -> list[Column]:

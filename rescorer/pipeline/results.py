@@ -16,7 +16,7 @@ from ..report import write_report
 from ..report.summary import summary
 from ..outdir import RunDir
 from ..report import Report, SearchSummary
-from .tuned import FILE as TUNED_FILE
+from ..tuned.file import FILE as TUNED_FILE
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..outdir import SHARDED, SHARDS, Job, RunDir, open_out_dir
 from ..types import NBest
 from .applying import Applied, Summary
 from .stream import Output
-from .tuned import Tuned
+from ..tuned.file import Tuned
 
 EXAMPLES = 20  # changed 1-bests kept per shard for the report
 SHOWN = 20  # shards the terminal shows (report.md and report.html have them all)

@@ -25,7 +25,7 @@ from ..io.sets import NBestSet
 from ..types import NBest, Utterance
 from .rerank import ScoredSet, in_order, prepare, rerank
 from .scoring import perplexity
-from .tuned import Tuned
+from ..tuned.file import Tuned
 
 Output = Callable[[NBest], None]  # takes each re-ranked piece, in order
 EXAMPLES = 2_000  # changed 1-bests an input keeps to show, the first ones (all are counted)

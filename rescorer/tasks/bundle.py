@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..pipeline.bundle import bundle
+from ..tuned.bundle import bundle
 from . import plain
 
 

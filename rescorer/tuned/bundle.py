@@ -16,7 +16,7 @@ from ..files import write_text
 from ..shipped import shipped_name
 from ..outdir import OutDir, open_out_dir, run_dir
 from .portable import Models
-from .tuned import FILE, Tuned
+from .file import FILE, Tuned
 
 
 def bundle(tuned: str | Path, out_dir: str | Path | OutDir, models: Models = None) -> dict[str, Any]:
