@@ -136,7 +136,7 @@ class Shards:
             notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}"
                          f"{', …' if len(others) > 3 else ''}) come from an earlier run of this job on other inputs "
                          "and are not in this report: remove them, or use a new out_dir")
-        return Summary(notes, f"{len(applied)} shards ", f"Outputs in {self.folder.path}/{SHARDS}/: each shard "
+        return Summary(notes, f"{len(applied)} shard{'s' if len(applied) != 1 else ''} ", f"Outputs in {self.folder.path}/{SHARDS}/: each shard "
                        "re-ranked in its own format; report.html shows the changes.", SHOWN)
 
 
