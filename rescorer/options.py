@@ -24,8 +24,8 @@ KINDS = {"integer": "an integer", "number": "a number", "mapping": "a mapping", 
 class Option:
     """One option's kind (``integer``, ``number``: finite, ``seconds``: a time limit, inf for none, ``mapping``,
     ``text``, ``path``, ``paths``: a path or a list of them, ``flag``), its bounds for numbers (``strict``: the
-    bounds themselves excluded), the texts it takes (``choices``, and also, with a ``pattern``, any text that matches it whole, described by ``example``), the
-    options of a mapping's own keys (``fields``, checked in turn), whether null is allowed and an example for errors."""
+    bounds themselves excluded), the texts it takes (``choices``, and also, with a ``pattern``, any text that
+    matches it whole, described by ``example``), the options of a mapping's own keys (``fields``, checked in turn), whether null is allowed and an example for errors."""
 
     kind: str
     low: float | None = None

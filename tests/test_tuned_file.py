@@ -160,8 +160,9 @@ def test_a_tuned_path_that_is_not_a_small_regular_file_is_one_line_and_never_blo
         os.mkfifo(path)
     if kind == "huge":
         path.write_text("# " + "x" * (2 << 20) + "\n")
+    huge = f"not a readable tuned.yaml ({(2 << 20) + 3:,} bytes, more than the {1 << 20:,} it may hold)"
     says = {"fifo": "not a regular file but a pipe", "device": "not a regular file but a device",
-            "directory": "expected a file, found a directory", "huge": f"not a readable tuned.yaml ({(2 << 20) + 3:,} bytes, more than the {1 << 20:,} it may hold)"}[kind]
+            "directory": "expected a file, found a directory", "huge": huge}[kind]
     with pytest.raises(ConfigError, match=None) as caught:
         Tuned.load(path)  # a FIFO without a writer would block forever if it were opened
     assert str(caught.value).startswith(str(path)) and says in str(caught.value), str(caught.value)

@@ -136,9 +136,9 @@ class Shards:
             notes.append(f"{len(others)} output(s) in {SHARDS}/ ({', '.join(others[:3])}"
                          f"{', …' if len(others) > 3 else ''}) come from an earlier run of this job on other inputs "
                          "and are not in this report: remove them, or use a new out_dir")
-        return Summary(notes, f"{len(applied)} shard{'s' if len(applied) != 1 else ''} ", f"Outputs in {self.folder.path}/{SHARDS}/: each shard "
-                       "re-ranked in its own format; report.html shows the changes.", SHOWN)
-
+        counted = f"{len(applied)} shard{'s' if len(applied) != 1 else ''} "
+        return Summary(notes, counted, f"Outputs in {self.folder.path}/{SHARDS}/: each shard re-ranked in its own "
+                       "format; report.html shows the changes.", SHOWN)
 
     def say(self, name: str, applied: Applied, how: str) -> None:
         left = self.meter.remaining()

@@ -116,7 +116,8 @@ class Tuned:
                                                       if s["spec"].get("model") else {})}
                  for name, s in self.scorers.items()}
         body = {"rescorer": self.version, "data": self.data, "tuned_on": self.tuned_on, "search": self.search,
-                "metric": {"name": self.metric.name, **self.metric.options}, "dev": dict(self.dev), "lists": dict(self.lists),
+                "metric": {"name": self.metric.name, **self.metric.options}, "dev": dict(self.dev),
+                "lists": dict(self.lists),
                 "base": {"name": self.base.name, "penalty": self.base.penalty, "alpha": self.base.alpha},
                 "columns": {c.name: {"weight": self.weights[c.name], "penalty": c.penalty, "alpha": c.alpha}
                             for c in self.columns},
