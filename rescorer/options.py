@@ -118,7 +118,7 @@ COUNT = Option("integer", low=1)
 # A training's own (task.epochs, …; checked before any data is read or any teacher scores)
 TRAINING = {"epochs": COUNT, "steps": COUNT, "batch_size": COUNT, "eval_every": COUNT, "max_length": COUNT,
             "patience": COUNT, "until": Option("integer", low=1, null=True), "lr": Option("number", low=0, strict=True),
-            "dev_fraction": Option("number", low=0, high=1, strict=True),
+            "dev_fraction": Option("number", low=0, high=1, strict=True), "list_weight": Option("number", low=0),
             "max_seconds": Option("seconds", low=0, strict=True), "seed": SEED}
 
 

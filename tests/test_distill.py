@@ -190,6 +190,57 @@ def test_a_teacher_reading_context_is_distilled_from_the_lists_into_a_student_th
     assert after_one != pytest.approx(after_other, abs=1e-6) and alone != pytest.approx(after_one, abs=1e-6)
 
 
+def test_the_within_list_loss_compares_each_total_about_its_lists_mean_with_the_teachers(tiny_models, tmp_path):
+    """With ``list_weight`` the dev split keeps every N-best list on one side, a batch is one whole list, and the
+    within-list error equals a hand loop over the list: (student total − its list mean) − (teacher total − its
+    list mean), squared, over the teacher's mean square spread within the training lists; the student's totals
+    are what its scorer says."""
+    from rescorer.io.sets import NBestSet
+    from rescorer.train.batches import list_batches
+    from rescorer.train.distill import Distillation, dev_scorer
+
+    from .conftest import DEMO
+
+    lists = [NBestSet(str(DEMO / "dev_other"), top=4).read()]
+    teacher = dict(kind="ll", model=str(tiny_models["gpt2"]), case="sentence", append_period=True, device="cpu",
+                   store=str(tmp_path / "store.sqlite"))
+    cfg = DistillConfig(teacher=teacher, nbests=lists, texts=demo_texts()[:20], out_dir=str(tmp_path / "list"),
+                        init=str(tiny_models["bert"]), epochs=1, batch_size=8, eval_every=10, dev_fraction=0.2,
+                        list_weight=1.0, device="cpu", progress=False)
+    objective = Distillation(cfg)
+    targets = objective.targets
+    side = {}
+    for part, pairs in (("train", targets.train), ("dev", targets.dev)):
+        for text, _ in pairs:
+            if text in targets.lists:
+                assert side.setdefault(targets.lists[text], part) == part  # no list on both sides
+    assert set(side.values()) == {"train", "dev"}
+    deviations = []
+    for key in dict.fromkeys(targets.lists[t] for t, _ in targets.train if t in targets.lists):
+        totals = [v.sum() for t, v in targets.train if targets.lists.get(t) == key]
+        if len(totals) > 1:
+            deviations += [x - sum(totals) / len(totals) for x in totals]
+    assert objective.spread == pytest.approx(sum(d * d for d in deviations) / len(deviations), rel=1e-9)
+    objective.setup(None)
+    batches = (list_batches(s, objective.listed, objective.loose, 8, 0) for s in range(objective.steps_per_epoch))
+    picked = next(b for b in batches if len(b) > 1 and targets.train[b[0]][0] in targets.lists)
+    batch = [targets.train[i] for i in picked]
+    assert len({targets.lists[t] for t, _ in batch}) == 1  # one whole list
+    with torch.inference_mode():
+        totals = objective.totals(*objective.predict([t for t, _ in batch]))
+        error, members = objective.list_errors(batch, totals)
+    scored = dev_scorer(cfg, objective.tokenizer, objective.model, "cpu").score([t for t, _ in batch])
+    assert totals.tolist() == pytest.approx(scored, rel=1e-4)
+    student, teacher_totals = np.array(scored), np.array([v.sum() for _, v in batch])
+    by_hand = sum(((s - student.mean()) - (t - teacher_totals.mean())) ** 2
+                  for s, t in zip(student, teacher_totals)) / objective.spread
+    assert (float(error), members) == (pytest.approx(by_hand, rel=1e-3), len(batch))
+    result = distill(cfg)
+    last = result["curve"][-1]
+    assert last["dev_loss"] == pytest.approx(last["dev_mse"] + last["dev_list_mse"])
+    assert np.isfinite([last["train_list_mse"], last["dev_list_pearson"]]).all()
+
+
 def test_a_teacher_the_student_cannot_follow_is_one_line(tiny_models, tmp_path):
     """A causal teacher with no encoder to start from, a token-level student on another tokenizer and a teacher
     that reads context are each refused, naming what to change."""

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from rescorer.train import loop
-from rescorer.train.batches import block_indices, epoch_indices, pad, stream_indices
+from rescorer.train.batches import epoch_indices, list_batches, list_units, pad, stream_indices
 from rescorer.train.causal import CausalConfig, train_causal
 from rescorer.train.loop import Limits, Objective, optimise, train, warmup_linear
 from rescorer.train.scratch import Shape, build_lm, word_tokenizer
@@ -197,10 +197,14 @@ def test_limits_stop_where_they_should(corpus, tmp_path, monkeypatch):
 def test_batches_cover_each_epoch_and_pad_rows():
     epoch = np.concatenate([epoch_indices(s, 10, 4, seed=3) for s in range(3)])
     assert sorted(epoch) == list(range(10)) and len(epoch_indices(2, 10, 4, seed=3)) == 2
-    blocks = [block_indices(s, 10, 4, seed=3).tolist() for s in range(3)]
-    assert sorted(blocks) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # consecutive examples, every one once an epoch
-    first, second = ([int(block_indices(s, 100, 4, seed=3)[0]) for s in range(e * 25, e * 25 + 25)] for e in (0, 1))
-    assert sorted(first) == sorted(second) == list(range(0, 100, 4)) and first != second  # reshuffled each epoch
+    lists, loose = list_units(["a", "a", None, "b", "b", "b", None, None, "a", None])
+    assert [u.tolist() for u in lists] == [[0, 1, 8], [3, 4, 5]] and loose.tolist() == [2, 6, 7, 9]
+    batches = [list_batches(s, lists, loose, 3, seed=3).tolist() for s in range(4)]  # 2 lists + 4 loose in 2
+    assert [0, 1, 8] in batches and [3, 4, 5] in batches  # whole lists, every example once an epoch
+    assert sorted(sum(batches, [])) == list(range(10)) and sorted(map(len, batches)) == [1, 3, 3, 3]
+    orders = {tuple(map(tuple, (list_batches(s, lists, loose, 3, seed=3).tolist() for s in range(4 * e, 4 * e + 4))))
+              for e in range(6)}
+    assert len(orders) > 1  # reshuffled each epoch
     stream = np.concatenate([stream_indices(s, 12, 4, seed=3) for s in range(3)])
     assert sorted(stream) == list(range(12)) and not np.array_equal(stream, stream_indices(3, 12, 12, seed=3))
     ids, mask = pad([[5, 6, 7], [8]], 0)

@@ -14,7 +14,9 @@
 #   stage 4 tune     each system tuned on dev_other (search=$search, 20 held-out halves), then again with
 #                    task.retune=auto (ESPnet's own weights re-tuned where that holds)
 #   stage 5 report   → $exp/results.md
-# --teacher-top K distils on dev_clean's best K hypotheses of each list (default 30: all of them).
+# --teacher-top K distils on dev_clean's best K hypotheses of each list (default 30: all of them). --list-weight W adds
+# the error of each hypothesis's score relative to its list's mean, with weight W (task.list_weight). --init DIR starts
+# the student from DIR (default: the shipped masked LM's encoder; a student of an earlier run trains on).
 # Each finished stage leaves $exp/.done.<stage>; a rerun skips it (delete the marker to redo it). --max-seconds S
 # stops training after S seconds (rerun to go on from $exp/distill/last).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,11 +26,15 @@ top=10
 teacher_top=30
 epochs=3
 max_seconds=inf
+list_weight=0
+init='${model.masked.path}'
 search=fast
 lms="student ll_ctx ctx_student"
-usage="[--top K] [--teacher-top K] [--epochs N] [--max-seconds S] [--search fast|robust|grid] [--lms \"student ll_ctx ctx_student\"]"
+usage="[--top K] [--teacher-top K] [--epochs N] [--max-seconds S] [--list-weight W] [--init DIR]
+  [--search fast|robust|grid] [--lms \"student ll_ctx ctx_student\"]"
 recipe_option() {
   case $1 in --top) top=$2 ;; --teacher-top) teacher_top=$2 ;; --epochs) epochs=$2 ;; --max-seconds) max_seconds=$2 ;; --search) search=$2 ;;
+             --list-weight) list_weight=$2 ;; --init) init=$2 ;;
              --lms) lms=$2 ;; *) return 1 ;; esac
 }
 source "$here/../stages.sh"
@@ -36,8 +42,9 @@ common=(--config-dir "$here/../librispeech_espnet/conf" "${common[@]}")
 student=$exp/distill/student
 
 distill() {
-  "$rescorer" "${common[@]}" task=distill 'scorer@task.teacher=ll_ctx' "task.init=\${model.masked.path}" \
+  "$rescorer" "${common[@]}" task=distill 'scorer@task.teacher=ll_ctx' "task.init=$init" \
     "+task.hypotheses.dev_clean={nbest: $root/dev_clean, fmt: espnet2, top: $teacher_top}" task.max_length=320 task.eval_every=1000 \
+    "task.list_weight=$list_weight" \
     "task.epochs=$epochs" "task.max_seconds=$max_seconds" task.heldout=false "out_dir=$exp/distill"
 }
 

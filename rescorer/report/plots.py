@@ -117,11 +117,13 @@ def curve_plot(curve: list[dict], path: str | Path) -> Path:
 
 
 def distill_plot(curve: list[dict], path: str | Path) -> Path:
-    """Train and dev MSE (standardised targets) and the dev student–teacher Pearson r against steps."""
+    """Train and dev MSE (standardised targets) and the dev student–teacher Pearson r of the totals and of their
+    differences within a list against steps."""
     return twin_plot([c["step"] for c in curve],
                      {"train MSE": ([c["train_mse"] for c in curve], "b.-"),
                       "dev MSE": ([c["dev_mse"] for c in curve], "r.-")},
-                     {"dev Pearson r (PLL)": ([c["dev_pearson"] for c in curve], "g.--")},
+                     {"dev Pearson r": ([c["dev_pearson"] for c in curve], "g.--"),
+                      "dev Pearson r within lists": ([c.get("dev_list_pearson", np.nan) for c in curve], "m.--")},
                      ("training steps", "MSE (standardised)", "Pearson r"), path)
 
 

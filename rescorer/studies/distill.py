@@ -28,7 +28,7 @@ from ..train.export import export_student
 from ..train.mwer import MWERConfig, mwer_distill, nbest_lists
 
 OPTIONS = ("init", "level", "epochs", "batch_size", "lr", "eval_every", "patience", "dev_fraction", "max_length",
-           "max_seconds", "device", "seed")
+           "list_weight", "max_seconds", "device", "seed")
 
 
 def training_texts(task: dict[str, Any]) -> tuple[list[str], list[NBest]]:
@@ -100,8 +100,10 @@ def distill_student(task: dict[str, Any], out_dir: str | Path, engine: Mapping[s
     report = {"task": "distill", "data": data, "signature": result["teacher"],
               "student": result["student"], "train_texts": result["train_texts"], "dev_texts": result["dev_texts"],
               "best_step": result["best_step"], "best": best, "curve": result["curve"], "sets": {}}
+    within = (f", within lists r {best['dev_list_pearson']:.4f}, MSE {best['dev_list_mse']:.4f}"
+              if np.isfinite(best.get("dev_list_pearson", np.nan)) else "")
     info(f"distill: best step {result['best_step']}: dev MSE {best['dev_mse']:.4f}, "
-          f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}")
+         f"Pearson r {best['dev_pearson']:.4f}, MAE {best['dev_mae']:.3f}{within}")
     if task["heldout"]:
         report["sets"] = heldout(teacher, engine, out / "student", sets, (texts, nbests), out)
     if task["export"]:

@@ -26,14 +26,29 @@ def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
     return order[index * size : (index + 1) * size]
 
 
-def block_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
-    """Examples of batch ``step`` when every epoch has ``ceil(n / size)`` batches of ``size`` consecutive examples
-    (the last one short), taken in a permutation seeded by ``[seed, epoch]``: examples that belong together (the
-    hypotheses read after one context) stay in one batch."""
-    blocks = math.ceil(n / size)
-    epoch, index = divmod(step, blocks)
-    block = int(np.random.default_rng([seed, epoch]).permutation(blocks)[index])
-    return np.arange(block * size, min((block + 1) * size, n))
+def list_units(lists: Sequence[str | None]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The examples of each N-best list (``lists[i]``: the list of example i, None for none), in order of first
+    appearance, and the examples of no list."""
+    units: dict[str, list[int]] = {}
+    loose = []
+    for i, key in enumerate(lists):
+        (loose if key is None else units.setdefault(key, [])).append(i)
+    return [np.array(u) for u in units.values()], np.array(loose, dtype=np.int64)
+
+
+def list_batches(step: int, lists: Sequence[np.ndarray], loose: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Examples of batch ``step`` when a batch holds whole N-best lists (each list is one batch; a list of more than
+    ``size`` examples too) or ``size`` examples of no list: every epoch shuffles the examples of no list, cuts
+    them into batches and shuffles those with the lists' batches, seeded by ``[seed, epoch]``."""
+    per_epoch = len(lists) + math.ceil(len(loose) / size)
+    epoch, index = divmod(step, per_epoch)
+    rng = np.random.default_rng([seed, epoch])
+    shuffled = rng.permutation(loose)
+    batch = int(rng.permutation(per_epoch)[index])
+    if batch < len(lists):
+        return lists[batch]
+    start = (batch - len(lists)) * size
+    return shuffled[start : start + size]
 
 
 def pad(rows: Sequence[Sequence[int]], value: int) -> tuple[np.ndarray, np.ndarray]:

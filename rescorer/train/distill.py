@@ -5,9 +5,11 @@ The teacher is any scorer of sentences: a masked LM's PLL (the paper's) or a cau
 student starts from an encoder (by default the teacher's own, where the teacher is one) with a one-output head and
 is trained with MSE on standardised targets — the teacher's total per student token (``sentence``; × the student's
 token count, which it knows exactly, gives the total) or each token's log-prob (``token``: the teacher's tokenizer
-only). Adam; after every ``eval_every`` steps the dev split's MSE picks the best checkpoint and
-``patience`` evaluations without improvement stop training. The run is an objective of ``train.loop``:
-stopped by ``max_seconds`` (evaluated there), the next run resumes from ``out_dir/last``.
+only). A batch holds whole N-best lists, and the dev split keeps each list on one side. Re-ranking compares the
+hypotheses of one list, so ``list_weight`` adds the error of each hypothesis's total relative to its list's mean (in
+units of the teacher's spread within lists). Adam; after every ``eval_every`` steps the same loss on the dev split
+picks the best checkpoint and ``patience`` evaluations without improvement stop training. The run is an objective of
+``train.loop``: stopped by ``max_seconds`` (evaluated there), the next run resumes from ``out_dir/last``.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from ..scorers.loading import resolve_device
 from ..scorers.rows import padded
 from ..scorers.segments import pack, rows_batch
 from ..scorers.student import LEVELS, readout, student_class, student_inputs
-from .batches import block_indices, epoch_indices
+from .batches import list_batches, list_units
 from .loop import Limits, Objective, optimise, start_run, train
 
 
@@ -43,6 +45,7 @@ class DistillConfig:
     patience: int = 4
     dev_fraction: float = 0.05
     max_length: int = 128
+    list_weight: float = 0.0            # weight of the within-list loss beside the regression of the totals
     max_seconds: float = math.inf
     device: str = "auto"
     seed: int = 0
@@ -60,10 +63,28 @@ def is_dev(text: str, fraction: float) -> bool:
 @dataclass
 class Targets:
     """Normalised texts with their targets per student token, split into train and dev: the teacher's log-probs
-    (``token``) or its total spread evenly (``sentence``), so that they sum to the teacher's total either way."""
+    (``token``) or its total spread evenly (``sentence``), so that they sum to the teacher's total either way; and
+    the N-best list each hypothesis came from (``lists``: text → list)."""
 
     train: list[tuple[str, np.ndarray]]
     dev: list[tuple[str, np.ndarray]]
+    lists: Mapping[str, str] = field(default_factory=dict)
+
+    def groups(self, pairs: Sequence[tuple[str, np.ndarray]]) -> Any:
+        """A group index per text of ``pairs``: texts of one list share one, a text of no list has its own."""
+        import torch
+
+        index: dict[Any, int] = {}
+        return torch.tensor([index.setdefault(self.lists.get(text, ("alone", i)), len(index))
+                             for i, (text, _) in enumerate(pairs)])
+
+    def list_spread(self) -> float:
+        """The mean square of the teacher's totals about their list's mean, over the training lists."""
+        import torch
+
+        totals = torch.tensor([t.sum() for _, t in self.train], dtype=torch.float64)
+        deviation, listed = within_lists(totals, self.groups(self.train))
+        return float((deviation[listed] ** 2).mean()) if bool(listed.any()) else 1.0
 
     def scale(self, level: str) -> tuple[float, float]:
         """Mean and std of the training targets (per-sentence means per token, or all token log-probs)."""
@@ -72,11 +93,26 @@ class Targets:
         return float(values.mean()), float(values.std() or 1.0)
 
 
+def within_lists(totals: Any, groups: Any) -> tuple[Any, Any]:
+    """Each total minus the mean of its group's (a tensor), and which belong to a group of two or more."""
+    import torch
+
+    counts = torch.bincount(groups)
+    sums = torch.zeros(len(counts), dtype=totals.dtype, device=totals.device).index_add(0, groups, totals)
+    return totals - (sums / counts.to(totals.dtype))[groups], counts[groups] >= 2
+
+
+def listed_inputs(nbests: Sequence[Any], teacher: Any) -> list[tuple[str, str]]:
+    """Every hypothesis of ``nbests`` as the teacher reads it (after its context, where it reads one, normalised as
+    it normalises), with its list (``source:utterance``)."""
+    return [(text, f"{nbest.source}:{utt.id}") for nbest in nbests for text, utt in zip(
+        scored_texts(nbest, teacher.context, teacher.normaliser), (utt for utt in nbest for _ in utt.hyps))]
+
+
 def training_inputs(texts: Sequence[str], nbests: Sequence[Any], teacher: Any) -> list[str]:
-    """What the teacher scores and the student learns from: the plain ``texts`` and every hypothesis of ``nbests``
-    (after its context, as the teacher reads it, where it reads one), normalised as the teacher normalises."""
-    return [*teacher.normalise(texts), *(text for nbest in nbests for text in scored_texts(
-        nbest, teacher.context, teacher.normaliser))]
+    """What the teacher scores and the student learns from: the plain ``texts`` (normalised as the teacher
+    normalises) and every hypothesis of ``nbests``."""
+    return [*teacher.normalise(texts), *(text for text, _ in listed_inputs(nbests, teacher))]
 
 
 def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
@@ -91,7 +127,10 @@ def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
     if init is None:
         raise ConfigError(f"task.init: the student of a {teacher.kind} teacher needs an encoder to start from (the "
                           "teacher is none): name one, e.g. task.init=${model.masked.path}")
-    texts = list(dict.fromkeys(t for t in training_inputs(cfg.texts, cfg.nbests, teacher) if split(t)[1].strip()))
+    lists: dict[str, str] = {}
+    for text, key in listed_inputs(cfg.nbests, teacher):
+        lists.setdefault(text, key)
+    texts = list(dict.fromkeys(t for t in [*teacher.normalise(cfg.texts), *lists] if split(t)[1].strip()))
     if len(texts) < 10:
         raise ConfigError(f"distillation needs at least 10 distinct training texts, got {len(texts)}")
     results = teacher.compute(texts, normalise=False)
@@ -108,8 +147,8 @@ def teacher_targets(cfg: DistillConfig) -> tuple[Targets, Any, str]:
             raise ConfigError(f"the student's tokenizer ({init}) splits {text!r} into {count} tokens, the teacher's "
                               f"into {len(tokens)}: a token-level student needs the teacher's tokenizer (or "
                               "task.level=sentence)")
-    split_pairs = Targets([p for p in pairs if not is_dev(p[0], cfg.dev_fraction)],
-                          [p for p in pairs if is_dev(p[0], cfg.dev_fraction)])
+    dev = {text for text, _ in pairs if is_dev(lists.get(text, text), cfg.dev_fraction)}  # a list on one side
+    split_pairs = Targets([p for p in pairs if p[0] not in dev], [p for p in pairs if p[0] in dev], lists)
     if not split_pairs.dev or not split_pairs.train:
         raise ConfigError(f"dev_fraction={cfg.dev_fraction} leaves an empty train or dev split of {len(pairs)} texts")
     return split_pairs, teacher, init
@@ -134,12 +173,13 @@ def dev_scorer(cfg: DistillConfig, tokenizer: Any, model: Any, device: str) -> A
 
 
 class Distillation(Objective):
-    """A one-pass student regressing a teacher's (standardised) scores; dev MSE picks the best."""
+    """A one-pass student regressing a teacher's (standardised) scores, and with ``list_weight`` their differences
+    within a list; the same loss on dev picks the best."""
 
     name = "distill"
-    metrics = ("train_mse",)
-    select = ("dev_mse", "min")
-    shown = ("dev_pearson",)
+    metrics = ("train_mse", "train_list_mse")
+    select = ("dev_loss", "min")
+    shown = ("dev_pearson", "dev_list_pearson")
     best_name = "student"
 
     def __init__(self, cfg: DistillConfig):
@@ -149,6 +189,8 @@ class Distillation(Objective):
         self.device = resolve_device(cfg.device)
         self.targets, teacher, self.init = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
+        self.listed, self.loose = list_units([self.targets.lists.get(text) for text, _ in self.targets.train])
+        self.spread = self.targets.list_spread()
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
                      "normaliser": teacher.normaliser.signature,
                      **({"context": teacher.context.to_dict()} if teacher.context is not None else {})}
@@ -172,7 +214,7 @@ class Distillation(Objective):
 
     @property
     def steps_per_epoch(self) -> int:
-        return math.ceil(len(self.targets.train) / self.cfg.batch_size)
+        return len(self.listed) + math.ceil(len(self.loose) / self.cfg.batch_size)
 
     def predict(self, texts: Sequence[str]) -> tuple[Any, Any]:
         """The standardised outputs read for each text's scored tokens, [n, W], and which are real: the student's
@@ -195,11 +237,17 @@ class Distillation(Objective):
             return out[rows][:, None].expand(index.shape), real
         return out[rows[:, None], torch.from_numpy(index).to(self.device)], real
 
-    def squared_errors(self, batch: Sequence[tuple[str, np.ndarray]]) -> tuple[Any, int]:
-        """Sum of squared errors over the batch's targets, and how many targets there were."""
+    def totals(self, values: Any, real: Any) -> Any:
+        """The student's predicted total of each text (nats) from its standardised outputs ``predict`` read."""
+        return ((values * self.info["std"] + self.info["mean"]) * real).sum(1)
+
+    def squared_errors(self, batch: Sequence[tuple[str, np.ndarray]], outputs: tuple[Any, Any] | None = None
+                       ) -> tuple[Any, int]:
+        """Sum of squared errors over the batch's targets, and how many targets there were (of the student's
+        ``outputs``, by default predicted here)."""
         import torch
 
-        values, real = self.predict([text for text, _ in batch])
+        values, real = outputs or self.predict([text for text, _ in batch])
         mean, std = self.info["mean"], self.info["std"]
         if self.cfg.level == "sentence":
             target = torch.tensor([(t.mean() - mean) / std for _, t in batch], dtype=torch.float32)
@@ -213,17 +261,30 @@ class Distillation(Objective):
             target[b, : len(t)] = torch.as_tensor((t - mean) / std, dtype=torch.float32)
         return ((values - target.to(self.device)) ** 2)[real].sum(), int(real.sum())
 
+    def list_errors(self, batch: Sequence[tuple[str, np.ndarray]], totals: Any) -> tuple[Any, int]:
+        """Sum of squared errors of the predicted ``totals`` about their list's mean against the teacher's (in
+        units of the teacher's spread within lists), and how many texts of lists of two or more there were."""
+        import torch
+
+        groups = self.targets.groups(batch).to(self.device)
+        teacher = torch.tensor([t.sum() for _, t in batch], dtype=torch.float32, device=self.device)
+        predicted, listed = within_lists(totals, groups)
+        expected, _ = within_lists(teacher, groups)
+        return ((predicted - expected) ** 2)[listed].sum() / self.spread, int(listed.sum())
+
     def step(self, index: int) -> dict[str, float]:
-        # a student with context learns from an utterance's hypotheses together: one row reads their context once
-        batches = block_indices if self.info.get("context") else epoch_indices
-        picked = batches(index, len(self.targets.train), self.cfg.batch_size, self.cfg.seed)
-        total, count = self.squared_errors([self.targets.train[i] for i in picked])
-        loss = total / count
-        optimise(self, loss, clip=None)
-        return {"train_mse": float(loss.detach())}
+        picked = list_batches(index, self.listed, self.loose, self.cfg.batch_size, self.cfg.seed)
+        batch = [self.targets.train[i] for i in picked]
+        values, real = self.predict([text for text, _ in batch])
+        total, count = self.squared_errors(batch, (values, real))
+        listed, members = self.list_errors(batch, self.totals(values, real))
+        mse, list_mse = total / count, listed / max(members, 1)
+        optimise(self, mse + self.cfg.list_weight * list_mse if self.cfg.list_weight else mse, clip=None)
+        return {"train_mse": float(mse.detach()), "train_list_mse": float(list_mse.detach())}
 
     def evaluate(self) -> dict[str, float]:
-        """Dev MSE (standardised units) and the student's scores against the teacher's on the dev split."""
+        """Dev MSE (standardised units), the student's scores against the teacher's on the dev split (Pearson r
+        and MAE of the totals; within lists, the relative MSE and r about the list's mean) and the loss trained on."""
         import torch
 
         dev = self.targets.dev
@@ -231,9 +292,16 @@ class Distillation(Objective):
             errors = [self.squared_errors(dev[i : i + 64]) for i in range(0, len(dev), 64)]
         predicted = np.array(dev_scorer(self.cfg, self.tokenizer, self.model, self.device).score([t for t, _ in dev]))
         teacher = np.array([t.sum() for _, t in dev])
-        return {"dev_mse": float(sum(e for e, _ in errors)) / sum(n for _, n in errors),
+        groups = self.targets.groups(dev)
+        (student_within, listed), (teacher_within, _) = (within_lists(torch.from_numpy(x), groups)
+                                                         for x in (predicted, teacher))
+        x, y = student_within[listed].numpy(), teacher_within[listed].numpy()
+        mse = float(sum(e for e, _ in errors)) / sum(n for _, n in errors)
+        list_mse = float(((x - y) ** 2).mean() / self.spread) if len(x) else math.nan
+        return {"dev_mse": mse, "dev_loss": mse + self.cfg.list_weight * list_mse if self.cfg.list_weight else mse,
                 "dev_pearson": float(np.corrcoef(predicted, teacher)[0, 1]),
-                "dev_mae": float(np.abs(predicted - teacher).mean())}
+                "dev_mae": float(np.abs(predicted - teacher).mean()), "dev_list_mse": list_mse,
+                "dev_list_pearson": float(np.corrcoef(x, y)[0, 1]) if len(x) > 1 else math.nan}
 
     def counters(self, step: int) -> dict[str, float]:
         return {"epoch": step / self.steps_per_epoch}

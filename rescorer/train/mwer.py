@@ -113,9 +113,8 @@ class MWERDistillation(Distillation):
         pll = torch.full((len(texts),), -torch.inf, device=self.device)
         rows = [i for i, t in enumerate(texts) if t in self.teacher_tokens]
         if rows:
-            values, real = self.predict([texts[i] for i in rows])
-            per_token = values * self.info["std"] + self.info["mean"]
-            pll = pll.index_put((torch.tensor(rows, device=self.device),), (per_token * real).sum(1))
+            totals = self.totals(*self.predict([texts[i] for i in rows]))
+            pll = pll.index_put((torch.tensor(rows, device=self.device),), totals)
         return pll
 
     def step(self, index: int) -> dict[str, float]:
