@@ -194,7 +194,7 @@ def test_the_within_list_loss_compares_each_total_about_its_lists_mean_with_the_
     """With ``list_weight`` the dev split keeps every N-best list on one side, a batch is one whole list, and the
     within-list error equals a hand loop over the list: (student total − its list mean) − (teacher total − its
     list mean), squared, over the teacher's mean square spread within the training lists; the student's totals
-    are what its scorer says."""
+    are what its scorer says. Without lists to train on it is refused."""
     from rescorer.io.sets import NBestSet
     from rescorer.train.batches import list_batches
     from rescorer.train.distill import Distillation, dev_scorer
@@ -238,6 +238,8 @@ def test_the_within_list_loss_compares_each_total_about_its_lists_mean_with_the_
     result = distill(cfg)
     last = result["curve"][-1]
     assert last["dev_loss"] == pytest.approx(last["dev_mse"] + last["dev_list_mse"])
+    with pytest.raises(ConfigError, match=re.escape("task.list_weight=1.0: the within-list loss needs N-best lists")):
+        Distillation(replace(cfg, nbests=[]))
     assert np.isfinite([last["train_list_mse"], last["dev_list_pearson"]]).all()
 
 

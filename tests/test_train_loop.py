@@ -197,8 +197,9 @@ def test_limits_stop_where_they_should(corpus, tmp_path, monkeypatch):
 def test_batches_cover_each_epoch_and_pad_rows():
     epoch = np.concatenate([epoch_indices(s, 10, 4, seed=3) for s in range(3)])
     assert sorted(epoch) == list(range(10)) and len(epoch_indices(2, 10, 4, seed=3)) == 2
-    lists, loose = list_units(["a", "a", None, "b", "b", "b", None, None, "a", None])
+    lists, loose = list_units(["a", "a", None, "b", "b", "b", None, None, "a", None], 3)
     assert [u.tolist() for u in lists] == [[0, 1, 8], [3, 4, 5]] and loose.tolist() == [2, 6, 7, 9]
+    assert [u.tolist() for u in list_units(["c"] * 7, 3)[0]] == [[0, 1, 2], [3, 4], [5, 6]]  # a long list in parts
     batches = [list_batches(s, lists, loose, 3, seed=3).tolist() for s in range(4)]  # 2 lists + 4 loose in 2
     assert [0, 1, 8] in batches and [3, 4, 5] in batches  # whole lists, every example once an epoch
     assert sorted(sum(batches, [])) == list(range(10)) and sorted(map(len, batches)) == [1, 3, 3, 3]

@@ -26,20 +26,22 @@ def epoch_indices(step: int, n: int, size: int, seed: int) -> np.ndarray:
     return order[index * size : (index + 1) * size]
 
 
-def list_units(lists: Sequence[str | None]) -> tuple[list[np.ndarray], np.ndarray]:
+def list_units(lists: Sequence[str | None], size: int) -> tuple[list[np.ndarray], np.ndarray]:
     """The examples of each N-best list (``lists[i]``: the list of example i, None for none), in order of first
-    appearance, and the examples of no list."""
+    appearance, a list of more than ``size`` examples cut into as few even parts as hold at most ``size`` each; and
+    the examples of no list."""
     units: dict[str, list[int]] = {}
     loose = []
     for i, key in enumerate(lists):
         (loose if key is None else units.setdefault(key, [])).append(i)
-    return [np.array(u) for u in units.values()], np.array(loose, dtype=np.int64)
+    return ([part for unit in units.values() for part in np.array_split(np.array(unit), math.ceil(len(unit) / size))],
+            np.array(loose, dtype=np.int64))
 
 
 def list_batches(step: int, lists: Sequence[np.ndarray], loose: np.ndarray, size: int, seed: int) -> np.ndarray:
-    """Examples of batch ``step`` when a batch holds whole N-best lists (each list is one batch; a list of more than
-    ``size`` examples too) or ``size`` examples of no list: every epoch shuffles the examples of no list, cuts
-    them into batches and shuffles those with the lists' batches, seeded by ``[seed, epoch]``."""
+    """Examples of batch ``step`` when a batch holds one of ``lists`` (an N-best list or a part of one) or ``size``
+    examples of no list: every epoch shuffles the examples of no list, cuts them into batches and shuffles those
+    with the lists' batches, seeded by ``[seed, epoch]``."""
     per_epoch = len(lists) + math.ceil(len(loose) / size)
     epoch, index = divmod(step, per_epoch)
     rng = np.random.default_rng([seed, epoch])

@@ -189,7 +189,11 @@ class Distillation(Objective):
         self.device = resolve_device(cfg.device)
         self.targets, teacher, self.init = teacher_targets(cfg)
         mean, std = self.targets.scale(cfg.level)
-        self.listed, self.loose = list_units([self.targets.lists.get(text) for text, _ in self.targets.train])
+        self.listed, self.loose = list_units([self.targets.lists.get(text) for text, _ in self.targets.train],
+                                             cfg.batch_size)
+        if cfg.list_weight and not self.listed:
+            raise ConfigError(f"task.list_weight={cfg.list_weight}: the within-list loss needs N-best lists to train "
+                              "on (task.hypotheses); without them set it to 0")
         self.spread = self.targets.list_spread()
         self.info = {"level": cfg.level, "mean": mean, "std": std, "teacher": teacher.signature,
                      "normaliser": teacher.normaliser.signature,
@@ -298,7 +302,8 @@ class Distillation(Objective):
         x, y = student_within[listed].numpy(), teacher_within[listed].numpy()
         mse = float(sum(e for e, _ in errors)) / sum(n for _, n in errors)
         list_mse = float(((x - y) ** 2).mean() / self.spread) if len(x) else math.nan
-        return {"dev_mse": mse, "dev_loss": mse + self.cfg.list_weight * list_mse if self.cfg.list_weight else mse,
+        within = self.cfg.list_weight * list_mse if self.cfg.list_weight and len(x) else 0.0  # no dev list: none
+        return {"dev_mse": mse, "dev_loss": mse + within,
                 "dev_pearson": float(np.corrcoef(predicted, teacher)[0, 1]),
                 "dev_mae": float(np.abs(predicted - teacher).mean()), "dev_list_mse": list_mse,
                 "dev_list_pearson": float(np.corrcoef(x, y)[0, 1]) if len(x) > 1 else math.nan}
