@@ -27,9 +27,13 @@ def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int):
 
     texts = list(texts)
     if kind == "wordpiece":
-        raw = BertWordPieceTokenizer(lowercase=True)
-        raw.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1,
-                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        trained = BertWordPieceTokenizer(lowercase=True)
+        trained.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=specials)
+        # the trainer numbers tokens of equal count in a different order on each run: number them in a fixed one,
+        # so that a model built on the same texts with the same seed is the same model
+        learnt = sorted(set(trained.get_vocab()) - set(specials))
+        raw = BertWordPieceTokenizer({t: i for i, t in enumerate([*specials, *learnt])}, lowercase=True)
         return BertTokenizerFast(tokenizer_object=raw._tokenizer, unk_token="[UNK]", sep_token="[SEP]",
                                  pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]", do_lower_case=True)
     raw = ByteLevelBPETokenizer(add_prefix_space=False)
